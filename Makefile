@@ -1,0 +1,40 @@
+# The two commands of the quick start: `make demo` and `make test`. Everything else supports them.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check lint format protos bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Install inferd and serve the bundled iris example on http://127.0.0.1:8080 (gRPC on 8081).
+demo: $(STAMP)
+	$(BIN)/inferd serve examples/iris
+
+## Install inferd with its test dependencies, then run the linters and the whole test suite.
+test: $(STAMP) lint
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy inferd
+	$(BIN)/lint-imports
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+protos: $(STAMP)
+	PATH=$(BIN):$$PATH sh scripts/generate_protos.sh
+
+bench: $(STAMP)
+	$(BIN)/python bench/v2_iris.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache

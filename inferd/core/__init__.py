@@ -1,0 +1,1 @@
+"""The protocol-free runtime: types, models, registry, data plane, settings."""

@@ -1,0 +1,50 @@
+"""The typed errors of the runtime. They carry no status codes: `inferd.protocols.status` maps them."""
+
+from __future__ import annotations
+
+
+class InferdError(Exception):
+    """Base of every error inferd reports to a client; ``message`` is safe to show."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(InferdError):
+    """The request is malformed or does not fit the model (client error)."""
+
+
+class PayloadTooLarge(InvalidInput):
+    """The request body is larger than the configured limit."""
+
+
+class ModelNotFound(InferdError):
+    """No model (or version) of that name is registered."""
+
+
+class ModelNotReady(InferdError):
+    """The model exists but is loading, unloaded or failed to load."""
+
+
+class ModelLoadError(InferdError):
+    """Loading a model failed; the message says why."""
+
+
+class Overloaded(InferdError):
+    """The server sheds this request; the client should retry later."""
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class InferenceFailed(InferdError):
+    """User model code raised; the client only sees a generic message."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"model '{model}' failed to run the request; see the server log")
+
+
+class TargetError(InferdError):
+    """A serve target could not be resolved to models (unknown file, module or dialect)."""

@@ -1,0 +1,73 @@
+"""Turning user targets (``pkg.mod:attr``, ``path/to/file.py:Class``) into Python objects.
+
+This is the only place inferd edits ``sys.path``: a file target's folder goes first, so the user's
+sibling modules import as they would when the user runs the file themselves.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from inferd.core.errors import TargetError
+
+
+def split_target(target: str) -> tuple[str, str | None]:
+    """``"a/b.py:Cls"`` → ``("a/b.py", "Cls")``; a Windows drive colon is not a separator."""
+    module, sep, attr = target.rpartition(":")
+    if not sep or not module or "/" in attr or "\\" in attr:
+        return target, None
+    return module, attr or None
+
+
+def import_module(module: str) -> ModuleType:
+    """Import a dotted module name or a ``.py`` file path."""
+    if module.endswith(".py") or "/" in module:
+        return _import_file(Path(module))
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            raise TargetError(
+                f"no module named '{module}' (expected a module name or a path to a .py file)"
+            ) from exc
+        raise
+
+
+def import_from_string(target: str) -> Any:
+    """Import ``module:attr`` (attr may be dotted) and return the object."""
+    module_name, attr = split_target(target)
+    module = import_module(module_name)
+    if attr is None:
+        return module
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetError(f"'{module_name}' has no attribute '{attr}'") from None
+    return obj
+
+
+def _import_file(path: Path) -> ModuleType:
+    path = path.resolve()
+    if not path.is_file():
+        raise TargetError(f"no such file: {path}")
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = path.stem
+    existing = sys.modules.get(name)
+    if existing is not None and getattr(existing, "__file__", None) == str(path):
+        return existing
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"cannot import {path} as Python code")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

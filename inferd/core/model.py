@@ -1,0 +1,71 @@
+"""The one shape of model the runtime knows.
+
+User code written for inferd subclasses `Model` directly (the native dialect). Every other dialect
+wraps its user code in a `Model` subclass, and wrappers such as batching are `Model`s holding a
+`Model`, so the registry and the data plane never learn which one they hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable
+from typing import ClassVar, TypeVar
+
+from inferd.core.types import InferenceRequest, InferenceResponse, ModelMetadata, Tensors, TensorSpec
+
+T = TypeVar("T")
+
+
+async def resolve(value: T | Awaitable[T]) -> T:
+    """Await ``value`` if a user method returned an awaitable, so methods may be sync or async."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class Model:
+    """Base class of every served model.
+
+    Override `load` to read weights, `predict` to map a dict of named numpy arrays to a dict of named
+    numpy arrays, and optionally `unload` and `ready`. Each may be ``def`` or ``async def``. Declare
+    `inputs` and `outputs` to have requests checked against them and reported as metadata.
+    """
+
+    inputs: ClassVar[tuple[TensorSpec, ...]] = ()
+    outputs: ClassVar[tuple[TensorSpec, ...]] = ()
+    platform: ClassVar[str] = "python"
+
+    #: Set by the loader: the served name and version.
+    name: str = ""
+    version: str | None = None
+    #: Run a synchronous `predict` in a thread so the event loop stays free (slow models).
+    predict_in_thread: bool = False
+
+    def load(self) -> Awaitable[None] | None:
+        """Read weights and prepare; called once per process before the model is ready."""
+        return None
+
+    def predict(self, inputs: Tensors) -> Tensors | Awaitable[Tensors]:
+        """Map named input arrays to named output arrays."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement predict()")
+
+    def unload(self) -> Awaitable[None] | None:
+        """Release what `load` took."""
+        return None
+
+    def ready(self) -> bool:
+        """Whether the loaded model can answer; override to add a health check of your own."""
+        return True
+
+    def metadata(self) -> ModelMetadata:
+        versions = (self.version,) if self.version else ()
+        return ModelMetadata(self.name, versions, self.platform, self.inputs, self.outputs)
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        """Run one request; wrappers and dialect adapters override this, users override `predict`."""
+        if self.predict_in_thread and not inspect.iscoroutinefunction(self.predict):
+            outputs = await resolve(await asyncio.to_thread(self.predict, request.inputs))
+        else:
+            outputs = await resolve(self.predict(request.inputs))
+        return InferenceResponse(outputs)

@@ -1,0 +1,71 @@
+"""All of inferd's knobs, declared once. Every field reads ``INFERD_<FIELD>`` from the environment.
+
+The docstring under each field is its documentation (``use_attribute_docstrings``), so the settings
+reference is generated from here and cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="INFERD_", env_nested_delimiter="__", use_attribute_docstrings=True, extra="ignore"
+    )
+
+    target: str = ""
+    """What to serve: ``path/model.py:Class``, a module, a config file or a directory."""
+
+    dialect: Dialect = "auto"
+    """Handler convention of the target; ``auto`` detects it from the target."""
+
+    name: str | None = None
+    """Name the model is served under; defaults to one derived from the target."""
+
+    model_version: str | None = None
+    """Version label of the served model, reported in V2 metadata and responses."""
+
+    host: str = "127.0.0.1"
+    """Interface the HTTP and gRPC servers bind to."""
+
+    port: int = Field(8080, ge=0, le=65535)
+    """HTTP port; 0 picks a free one (the ready line shows it)."""
+
+    grpc_port: int = Field(8081, ge=0, le=65535)
+    """gRPC port; 0 picks a free one (the ready line shows it)."""
+
+    grpc_enabled: bool = True
+    """Serve the V2 gRPC protocol next to HTTP."""
+
+    workers: int = Field(1, ge=1)
+    """Number of server processes sharing the HTTP and gRPC ports; each loads the models once."""
+
+    access_log: bool = False
+    """Log one JSON line per HTTP request."""
+
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    """Minimum level of the JSON log lines written to stderr."""
+
+    max_body_size: int = Field(64 * 1024 * 1024, ge=1)
+    """Largest accepted request body in bytes; larger bodies get 413."""
+
+    grpc_max_message_size: int = Field(2**31 - 1, ge=1)
+    """Largest gRPC message sent or received, in bytes."""
+
+    graceful_timeout: float = Field(30.0, ge=0)
+    """Seconds to let in-flight requests finish after SIGTERM or Ctrl+C."""
+
+    predict_in_thread: bool = False
+    """Run synchronous ``predict`` methods in a thread pool instead of on the event loop.
+
+    Sub-millisecond models are fastest on the loop; turn this on for slow models so health checks
+    and other requests keep being answered while one runs."""
+
+    metrics_dir: str | None = None
+    """Directory for Prometheus multiprocess files; set by the supervisor when workers > 1."""

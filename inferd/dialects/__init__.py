@@ -1,0 +1,43 @@
+"""One room per handler convention, reached through import strings so optional dependencies load
+only when their dialect is chosen. Dialects never import one another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inferd.core.errors import TargetError
+from inferd.core.importer import import_from_string, split_target
+from inferd.dialects.base import Dialect
+
+#: Dialect name → import string of its `Dialect` object. Auto-detection tries them in this order.
+DIALECTS: dict[str, str] = {
+    "native": "inferd.dialects.native:dialect",
+}
+
+FILE_SUFFIXES = (".py", ".yaml", ".yml", ".json")
+
+
+def get_dialect(name: str) -> Dialect:
+    if name not in DIALECTS:
+        raise TargetError(f"dialect '{name}' is not available here; choose one of {sorted(DIALECTS)}")
+    dialect: Dialect = import_from_string(DIALECTS[name])
+    return dialect
+
+
+def detect(target: str) -> Dialect:
+    """The dialect whose convention ``target`` follows, or a TargetError listing what was expected."""
+    path = Path(split_target(target)[0])
+    if ("/" in target or path.suffix in FILE_SUFFIXES) and not path.exists():
+        raise TargetError(f"no such file or directory: {path}")
+    for name in DIALECTS:
+        dialect = get_dialect(name)
+        if dialect.detect(target):
+            return dialect
+    raise TargetError(
+        f"cannot tell what '{target}' is; expected path/to/model.py:Class (a subclass of inferd.Model), "
+        "a module:Class, or a directory with a model.py; or pass --dialect"
+    )
+
+
+def resolve_dialect(name: str, target: str) -> Dialect:
+    return detect(target) if name == "auto" else get_dialect(name)

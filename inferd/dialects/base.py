@@ -1,0 +1,37 @@
+"""What a dialect is: a way to turn a serve target into models, plus the routes its clients speak."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.routing import BaseRoute
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.registry import ModelFactory
+from inferd.core.settings import Settings
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """One model a target yields: its name, version and how to build it in each process."""
+
+    name: str
+    factory: ModelFactory
+    version: str | None = None
+
+
+class Dialect(Protocol):
+    name: str
+
+    def detect(self, target: str) -> bool:
+        """Whether ``target`` looks like code of this convention (cheap; may import the target)."""
+
+    def models(self, settings: Settings) -> list[ServedModel]:
+        """The models ``settings.target`` yields; raises TargetError with what was expected."""
+
+    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+        """REST routes of the dialect's own wire protocol, beside V2."""
+
+    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+        """Callables ``add(server)`` registering the dialect's gRPC servicers, beside V2."""

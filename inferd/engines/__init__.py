@@ -1,0 +1,1 @@
+"""How processes are run: one process (local), a supervisor of worker processes, Ray Serve later."""

@@ -1,0 +1,129 @@
+"""One server process: uvicorn and grpc.aio on one event loop, with graceful shutdown.
+
+The engine owns the signals: SIGTERM or Ctrl+C stops accepting, lets in-flight HTTP requests and
+gRPC calls finish within ``graceful_timeout``, then unloads the models. A second signal forces exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from inferd.core.settings import Settings
+from inferd.engines.sockets import bind_http, port_of
+from inferd.server.app import Runtime, build_runtime, create_app
+from inferd.server.grpc import create_grpc_server
+
+logger = logging.getLogger("inferd.engine")
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where a server listens, as the ready line reports it."""
+
+    host: str
+    http_port: int
+    grpc_port: int | None
+    models: tuple[str, ...]
+
+    def ready_line(self) -> str:
+        grpc = f"{self.host}:{self.grpc_port}" if self.grpc_port is not None else "off"
+        return f"inferd ready: http://{self.host}:{self.http_port} grpc={grpc} models={','.join(self.models)}"
+
+
+OnReady = Callable[[Endpoints], None]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: the engine stops HTTP and gRPC together."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def run(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run on uvloop when it is installed (it is, with uvicorn[standard])."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coroutine)
+    else:
+        uvloop.run(coroutine)
+
+
+def uvicorn_config(runtime: Runtime) -> uvicorn.Config:
+    return uvicorn.Config(
+        create_app(runtime),
+        http="httptools",
+        loop="none",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        server_header=False,
+        timeout_graceful_shutdown=int(runtime.settings.graceful_timeout),
+        timeout_keep_alive=30,
+    )
+
+
+async def serve(
+    settings: Settings,
+    on_ready: OnReady,
+    http_socket: socket.socket | None = None,
+    runtime: Runtime | None = None,
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+) -> None:
+    """Load the models, serve until a signal arrives, then drain and unload."""
+    runtime = runtime or build_runtime(settings)
+    await runtime.registry.load_all()
+    sock = http_socket or bind_http(settings.host, settings.port)
+    http = _Server(uvicorn_config(runtime))
+    grpc_server, grpc_port = None, None
+    if settings.grpc_enabled:
+        grpc_server = create_grpc_server(runtime)
+        grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
+        await grpc_server.start()
+    stop = _stop_event(http, stop_signals)
+    http_task = asyncio.create_task(http.serve(sockets=[sock]))
+    while not http.started and not http_task.done():
+        await asyncio.sleep(0.01)
+    if http.started:
+        on_ready(Endpoints(settings.host, port_of(sock), grpc_port, tuple(runtime.registry.names())))
+    try:
+        await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        # Both servers stop accepting at once and drain their in-flight calls side by side.
+        http.should_exit = True
+        draining = [http_task]
+        if grpc_server is not None:
+            draining.append(asyncio.create_task(grpc_server.stop(settings.graceful_timeout)))
+        await asyncio.gather(*draining)
+    finally:
+        await runtime.registry.unload_all()
+        logger.info("server stopped")
+
+
+def _stop_event(http: uvicorn.Server, signals: tuple[signal.Signals, ...]) -> asyncio.Event:
+    """Set on the first signal; a second one makes uvicorn give up on draining."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            http.force_exit = True
+        stop.set()
+
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal)
+    return stop
+
+
+def print_ready(endpoints: Endpoints) -> None:
+    print(endpoints.ready_line(), flush=True)

@@ -1,0 +1,31 @@
+"""Sockets bound once by whoever owns the ports, so every worker serves the same ones."""
+
+from __future__ import annotations
+
+import socket
+
+
+def bind_http(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; port 0 picks a free one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def reserve_port(host: str, port: int) -> socket.socket:
+    """A bound, non-listening SO_REUSEPORT socket holding ``port`` (0 picks one) for the workers'
+    gRPC servers, which bind it again with SO_REUSEPORT and let the kernel spread connections."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def port_of(sock: socket.socket) -> int:
+    port: int = sock.getsockname()[1]
+    return port

@@ -1,0 +1,121 @@
+"""N worker processes serving the same HTTP and gRPC ports; a worker that dies is replaced.
+
+The supervisor binds the HTTP socket once and hands it to spawned children (as uvicorn does), and
+reserves the gRPC port, which each child binds again with SO_REUSEPORT. Metrics are written to a
+Prometheus multiprocess directory the supervisor creates and removes, so ``/metrics`` on any
+worker reports the sum over all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import queue
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
+from typing import Any
+
+from inferd.core.settings import Settings
+from inferd.engines.local import Endpoints, OnReady, run, serve
+from inferd.engines.sockets import bind_http, port_of, reserve_port
+from inferd.server.logging import configure_logging
+
+logger = logging.getLogger("inferd.supervisor")
+_spawn = multiprocessing.get_context("spawn")
+POLL_SECONDS = 0.2
+
+
+def _worker_main(fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> None:
+    """A child process: its own runtime, its own models, the shared sockets."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches the supervisor, which sends SIGTERM
+    settings = Settings(**fields)
+    configure_logging(settings.log_level)
+    run(serve(settings, ready.put, http_socket=sock, stop_signals=(signal.SIGTERM,)))
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, on_ready: OnReady) -> None:
+        self.settings = settings
+        self.on_ready = on_ready
+        self.stopping = threading.Event()
+        self.workers: list[BaseProcess] = []
+
+    def run(self) -> int:
+        metrics_dir = tempfile.mkdtemp(prefix="inferd-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        sock = bind_http(self.settings.host, self.settings.port)
+        grpc_hold = (
+            reserve_port(self.settings.host, self.settings.grpc_port) if self.settings.grpc_enabled else None
+        )
+        fields = self.settings.model_dump()
+        fields.update(port=port_of(sock), metrics_dir=metrics_dir)
+        if grpc_hold is not None:
+            fields["grpc_port"] = port_of(grpc_hold)
+        ready: Queue[Any] = _spawn.Queue()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self.stopping.set())
+        try:
+            self.workers = [self._start(fields, sock, ready) for _ in range(self.settings.workers)]
+            if not self._wait_ready(ready):
+                return 1
+            self._supervise(fields, sock, ready)
+            return 0
+        finally:
+            self._stop_all()
+            sock.close()
+            if grpc_hold is not None:
+                grpc_hold.close()
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+
+    def _start(self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> BaseProcess:
+        process = _spawn.Process(target=_worker_main, args=(fields, sock, ready), daemon=False)
+        process.start()
+        return process
+
+    def _wait_ready(self, ready: Queue[Any]) -> bool:
+        """Announce once every worker has loaded its models; fail if one dies on the way."""
+        endpoints: Endpoints | None = None
+        pending = len(self.workers)
+        while pending:
+            if self.stopping.is_set() or any(process.exitcode is not None for process in self.workers):
+                logger.error("a worker exited before every worker was ready")
+                return False
+            try:
+                endpoints = ready.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
+            pending -= 1
+        assert endpoints is not None
+        self.on_ready(endpoints)
+        return True
+
+    def _supervise(self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> None:
+        from prometheus_client import multiprocess
+
+        while not self.stopping.wait(POLL_SECONDS):
+            for index, process in enumerate(self.workers):
+                if process.exitcode is None:
+                    continue
+                logger.warning(
+                    "worker %s exited with code %s; starting a new one", process.pid, process.exitcode
+                )
+                if process.pid is not None:
+                    multiprocess.mark_process_dead(process.pid)
+                self.workers[index] = self._start(fields, sock, ready)
+
+    def _stop_all(self) -> None:
+        for process in self.workers:
+            if process.exitcode is None and process.pid is not None:
+                os.kill(process.pid, signal.SIGTERM)
+        for process in self.workers:
+            process.join(self.settings.graceful_timeout + 5)
+            if process.exitcode is None:
+                process.kill()
+                process.join()

@@ -1,0 +1,1 @@
+"""The V2 Open Inference Protocol (KServe / Triton / MLServer), REST and gRPC."""

@@ -1,0 +1,197 @@
+"""V2 tensors ↔ numpy: JSON ``data`` (flat or nested) and the raw little-endian layout.
+
+The raw layout serves both the REST binary tensor data extension and gRPC ``raw_*_contents``:
+row-major, no padding, BOOL one byte, BYTES a 4-byte little-endian length before each element.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from inferd.core.errors import InvalidInput
+from inferd.core.types import DTYPES, Array, Parameters, RequestedOutput, datatype_of
+
+_INT_KINDS = "iub"
+_NUMBER_KINDS = "iubf"
+_LENGTH = struct.Struct("<I")
+
+
+def dtype_of(name: str, datatype: str) -> np.dtype[Any]:
+    dtype = DTYPES.get(datatype)
+    if dtype is None:
+        raise InvalidInput(
+            f"input '{name}' has unknown datatype '{datatype}'; expected one of {sorted(DTYPES)}"
+        )
+    return dtype
+
+
+def element_count(shape: Sequence[int]) -> int:
+    return math.prod(shape)
+
+
+def decode_json(name: str, datatype: str, shape: Sequence[int], data: Any) -> Array:
+    """A JSON ``data`` list (flat or nested in natural shape) as an array of ``shape``."""
+    dtype = dtype_of(name, datatype)
+    if not isinstance(data, list):
+        data = [data]
+    if datatype == "BYTES":
+        array = _bytes_array(name, data)
+    else:
+        array = _number_array(name, datatype, dtype, data)
+    expected = element_count(shape)
+    if array.size != expected:
+        raise InvalidInput(
+            f"input '{name}' has {array.size} elements but shape {list(shape)} needs {expected}"
+        )
+    return array.reshape(shape)
+
+
+def _number_array(name: str, datatype: str, dtype: np.dtype[Any], data: list[Any]) -> Array:
+    try:
+        array = np.asarray(data)
+    except ValueError:
+        raise InvalidInput(f"input '{name}': data is not a regular nested list of numbers") from None
+    if array.size == 0:
+        return array.astype(dtype)
+    kind = array.dtype.kind
+    if dtype.kind in "iu" and kind in "fO":
+        array, kind = _exact_integers(name, datatype, dtype, data), dtype.kind
+    allowed = "b" if datatype == "BOOL" else _INT_KINDS if dtype.kind in "iu" else _NUMBER_KINDS
+    if kind not in allowed:
+        raise InvalidInput(f"input '{name}' has datatype {datatype} but its data holds {_describe(kind)}")
+    if dtype.kind in "iu" and kind != "b":
+        info = np.iinfo(dtype)
+        if array.min() < info.min or array.max() > info.max:
+            raise InvalidInput(f"input '{name}' has values outside the range of {datatype}")
+    return array.astype(dtype, copy=False)
+
+
+def _exact_integers(name: str, datatype: str, dtype: np.dtype[Any], data: list[Any]) -> Array:
+    """Integers past float64's precision (e.g. UINT64 near 2**64) make numpy infer float or object;
+    convert them exactly when every element really is an integer."""
+    elements = list(_flatten(data))
+    if not all(isinstance(element, int) and not isinstance(element, bool) for element in elements):
+        kinds = {type(element).__name__ for element in elements} - {"int"}
+        raise InvalidInput(
+            f"input '{name}' has datatype {datatype} but its data holds {', '.join(sorted(kinds))} values"
+        )
+    try:
+        return np.array(data, dtype=dtype)
+    except (OverflowError, ValueError):
+        raise InvalidInput(f"input '{name}' has values outside the range of {datatype}") from None
+
+
+def _describe(kind: str) -> str:
+    return {"b": "booleans", "f": "floating-point numbers", "U": "strings", "O": "mixed values"}.get(
+        kind, "integers"
+    )
+
+
+def _bytes_array(name: str, data: list[Any]) -> Array:
+    elements = list(_flatten(data))
+    array = np.empty(len(elements), dtype=object)
+    for index, element in enumerate(elements):
+        if isinstance(element, str):
+            array[index] = element.encode()
+        elif isinstance(element, bytes):
+            array[index] = element
+        else:
+            raise InvalidInput(f"input '{name}' has datatype BYTES but holds {type(element).__name__} values")
+    return array
+
+
+def _flatten(data: list[Any]) -> Iterator[Any]:
+    for item in data:
+        if isinstance(item, list):
+            yield from _flatten(item)
+        else:
+            yield item
+
+
+def decode_raw(name: str, datatype: str, shape: Sequence[int], raw: bytes | memoryview) -> Array:
+    """Raw little-endian bytes as an array of ``shape``; numeric data is not copied (read-only)."""
+    dtype = dtype_of(name, datatype)
+    count = element_count(shape)
+    if datatype == "BYTES":
+        array = _split_bytes(name, raw, count)
+    else:
+        if len(raw) != count * dtype.itemsize:
+            raise InvalidInput(
+                f"input '{name}' has {len(raw)} bytes of data but shape {list(shape)} of {datatype} "
+                f"needs {count * dtype.itemsize}"
+            )
+        array = np.frombuffer(raw, dtype=dtype.newbyteorder("<"))
+    return array.reshape(shape)
+
+
+def _split_bytes(name: str, raw: bytes | memoryview, count: int) -> Array:
+    view = memoryview(raw)
+    array = np.empty(count, dtype=object)
+    offset = 0
+    for index in range(count):
+        if offset + 4 > len(view):
+            raise InvalidInput(f"input '{name}' has fewer BYTES elements than its shape needs")
+        (length,) = _LENGTH.unpack_from(view, offset)
+        offset += 4
+        if offset + length > len(view):
+            raise InvalidInput(f"input '{name}': a BYTES element runs past the end of the data")
+        array[index] = bytes(view[offset : offset + length])
+        offset += length
+    if offset != len(view):
+        raise InvalidInput(f"input '{name}' has more BYTES data than its shape needs")
+    return array
+
+
+def raw_size(datatype: str, shape: Sequence[int]) -> int | None:
+    """Byte size of a fixed-width tensor; None for BYTES, whose size depends on the data."""
+    if datatype == "BYTES":
+        return None
+    return element_count(shape) * DTYPES[datatype].itemsize
+
+
+def encode_raw(array: Array) -> bytes:
+    """The raw layout of ``array``."""
+    if datatype_of(array) == "BYTES":
+        parts = []
+        for element in array.ravel():
+            data = _to_bytes(element)
+            parts.append(_LENGTH.pack(len(data)))
+            parts.append(data)
+        return b"".join(parts)
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    return array.tobytes()
+
+
+def _to_bytes(element: Any) -> bytes:
+    if isinstance(element, bytes):
+        return element
+    if isinstance(element, str):
+        return element.encode()
+    return str(element).encode()
+
+
+def encode_json(array: Array) -> Any | None:
+    """Flat JSON-ready data for ``array``, or None when only the raw layout can carry it (non-UTF-8 BYTES)."""
+    datatype = datatype_of(array)
+    flat = array.ravel()
+    if datatype == "BYTES":
+        try:
+            return [element.decode() if isinstance(element, bytes) else str(element) for element in flat]
+        except UnicodeDecodeError:
+            return None
+    if datatype == "FP16":
+        return flat.astype(np.float32)
+    return flat
+
+
+def requested_output(name: str, parameters: Parameters) -> RequestedOutput:
+    """An output the client asked for; the classification extension is refused, not ignored."""
+    if "classification" in parameters:
+        raise InvalidInput(f"output '{name}': the classification extension is not supported")
+    return RequestedOutput(name, parameters)

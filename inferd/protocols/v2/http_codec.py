@@ -1,0 +1,110 @@
+"""V2 REST bodies ↔ core requests and responses, including the binary tensor data extension.
+
+With an ``Inference-Header-Content-Length`` header the body is a JSON header followed by the raw
+blobs of the inputs that carry ``binary_data_size``, in input order; responses do the same for
+outputs chosen binary by ``binary_data`` / ``binary_data_output``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inferd.core.errors import InvalidInput
+from inferd.core.types import InferenceRequest, InferenceResponse, datatype_of
+from inferd.protocols.json import dumps
+from inferd.protocols.v2 import codecs
+from inferd.protocols.v2.schema import InferenceRequestBody, RequestInput, parse
+
+BINARY_SIZE = "binary_data_size"
+
+
+def decode_request(body: bytes, header_length: str | None) -> InferenceRequest:
+    header, blobs = _split_body(body, header_length)
+    parsed: InferenceRequestBody = parse(InferenceRequestBody, header)
+    inputs, input_parameters = {}, {}
+    offset = 0
+    for tensor in parsed.inputs:
+        if tensor.name in inputs:
+            raise InvalidInput(f"input '{tensor.name}' appears twice")
+        parameters = tensor.parameters or {}
+        size = parameters.get(BINARY_SIZE)
+        if size is None:
+            inputs[tensor.name] = _decode_json_input(tensor)
+        else:
+            inputs[tensor.name] = _decode_binary_input(tensor, size, blobs[offset:])
+            offset += int(size)
+        input_parameters[tensor.name] = parameters
+    if offset != len(blobs):
+        raise InvalidInput(f"the body carries {len(blobs) - offset} bytes of binary data no input claims")
+    outputs = None
+    if parsed.outputs is not None:
+        outputs = [codecs.requested_output(out.name, out.parameters or {}) for out in parsed.outputs]
+    return InferenceRequest(inputs, parsed.parameters or {}, parsed.id, outputs, input_parameters)
+
+
+def _split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryview]:
+    if header_length is None:
+        return body, memoryview(b"")
+    try:
+        length = int(header_length)
+    except ValueError:
+        raise InvalidInput(
+            f"Inference-Header-Content-Length must be an integer, got '{header_length}'"
+        ) from None
+    if not 0 <= length <= len(body):
+        raise InvalidInput(
+            f"Inference-Header-Content-Length {length} does not fit a body of {len(body)} bytes"
+        )
+    view = memoryview(body)
+    return bytes(view[:length]), view[length:]
+
+
+def _decode_json_input(tensor: RequestInput) -> Any:
+    if tensor.data is None:
+        raise InvalidInput(f"input '{tensor.name}' has neither data nor binary_data_size")
+    return codecs.decode_json(tensor.name, tensor.datatype, tensor.shape, tensor.data)
+
+
+def _decode_binary_input(tensor: RequestInput, size: object, blobs: memoryview) -> Any:
+    if tensor.data is not None:
+        raise InvalidInput(f"input '{tensor.name}' has both data and binary_data_size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise InvalidInput(f"input '{tensor.name}': binary_data_size must be a non-negative integer")
+    if size > len(blobs):
+        raise InvalidInput(
+            f"input '{tensor.name}' declares {size} bytes of binary data but only {len(blobs)} remain"
+        )
+    return codecs.decode_raw(tensor.name, tensor.datatype, tensor.shape, blobs[:size])
+
+
+def encode_response(response: InferenceResponse, request: InferenceRequest) -> tuple[bytes, int | None]:
+    """The response body and, when any output is binary, the length of its JSON header."""
+    binary_default = bool(request.parameters.get("binary_data_output", False))
+    wanted = {output.name: output.parameters for output in request.outputs or ()}
+    outputs, blobs = [], []
+    for name, array in response.outputs.items():
+        entry: dict[str, Any] = {"name": name, "datatype": datatype_of(array), "shape": list(array.shape)}
+        binary = bool(wanted.get(name, {}).get("binary_data", binary_default))
+        data = None if binary else codecs.encode_json(array)
+        if data is None:
+            raw = codecs.encode_raw(array)
+            entry["parameters"] = {BINARY_SIZE: len(raw)}
+            blobs.append(raw)
+        else:
+            entry["data"] = data
+        outputs.append(entry)
+    header = dumps(_envelope(response, outputs))
+    if not blobs:
+        return header, None
+    return b"".join([header, *blobs]), len(header)
+
+
+def _envelope(response: InferenceResponse, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    body: dict[str, Any] = {"model_name": response.model_name}
+    if response.model_version is not None:
+        body["model_version"] = response.model_version
+    if response.id is not None:
+        body["id"] = response.id
+    body["parameters"] = response.parameters
+    body["outputs"] = outputs
+    return body

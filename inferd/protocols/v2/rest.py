@@ -1,0 +1,134 @@
+"""V2 REST routes. Each endpoint decodes, calls the data plane, and encodes; nothing else.
+
+Routes are declared once as a table; the ``/versions/{version}`` variants are generated from it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.errors import InvalidInput
+from inferd.core.types import ModelMetadata, TensorSpec
+from inferd.protocols.json import JSONResponse
+from inferd.protocols.v2.http_codec import decode_request, encode_response
+from inferd.protocols.v2.schema import RepositoryIndexBody, parse
+
+HEADER_LENGTH = "inference-header-content-length"
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def metadata_body(metadata: ModelMetadata) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": metadata.name}
+    if metadata.versions:
+        body["versions"] = list(metadata.versions)
+    body["platform"] = metadata.platform
+    body["inputs"] = [_spec_body(spec) for spec in metadata.inputs]
+    body["outputs"] = [_spec_body(spec) for spec in metadata.outputs]
+    return body
+
+
+def _spec_body(spec: TensorSpec) -> dict[str, Any]:
+    return {"name": spec.name, "datatype": spec.datatype, "shape": list(spec.shape)}
+
+
+def _ok_or_400(ready: bool) -> Response:
+    return Response(status_code=200 if ready else 400)
+
+
+def _decompress(body: bytes, encoding: str | None) -> bytes:
+    """Honour ``Content-Encoding: gzip|deflate`` (tritonclient can compress requests)."""
+    if not encoding or encoding == "identity":
+        return body
+    try:
+        if encoding == "gzip":
+            return gzip.decompress(body)
+        if encoding == "deflate":
+            return zlib.decompress(body)
+    except (OSError, zlib.error, EOFError) as exc:
+        raise InvalidInput(f"body is not valid {encoding} data: {exc}") from None
+    raise InvalidInput(f"unsupported Content-Encoding '{encoding}'; use gzip or deflate")
+
+
+class V2Endpoints:
+    def __init__(self, dataplane: DataPlane) -> None:
+        self.dataplane = dataplane
+
+    async def live(self, request: Request) -> Response:
+        return _ok_or_400(self.dataplane.live())
+
+    async def ready(self, request: Request) -> Response:
+        return _ok_or_400(self.dataplane.ready())
+
+    async def server_metadata(self, request: Request) -> Response:
+        server = self.dataplane.server_metadata()
+        return JSONResponse(
+            {"name": server.name, "version": server.version, "extensions": list(server.extensions)}
+        )
+
+    async def model_ready(self, request: Request) -> Response:
+        name, version = _model_of(request)
+        return _ok_or_400(self.dataplane.model_ready(name, version))
+
+    async def model_metadata(self, request: Request) -> Response:
+        name, version = _model_of(request)
+        return JSONResponse(metadata_body(self.dataplane.model_metadata(name, version)))
+
+    async def infer(self, request: Request) -> Response:
+        name, version = _model_of(request)
+        self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
+        body = _decompress(await request.body(), request.headers.get("content-encoding"))
+        inference = decode_request(body, request.headers.get(HEADER_LENGTH))
+        response = await self.dataplane.infer(name, version, inference, "rest")
+        content, header_length = encode_response(response, inference)
+        if header_length is None:
+            return Response(content, media_type="application/json")
+        return Response(
+            content, media_type="application/octet-stream", headers={HEADER_LENGTH: str(header_length)}
+        )
+
+    async def repository_index(self, request: Request) -> Response:
+        query: RepositoryIndexBody = parse(RepositoryIndexBody, await request.body())
+        return JSONResponse(
+            [entry.__dict__ for entry in self.dataplane.repository_index(ready_only=query.ready)]
+        )
+
+    async def load(self, request: Request) -> Response:
+        await self.dataplane.load_model(request.path_params["name"])
+        return Response(status_code=200)
+
+    async def unload(self, request: Request) -> Response:
+        await self.dataplane.unload_model(request.path_params["name"])
+        return Response(status_code=200)
+
+
+def _model_of(request: Request) -> tuple[str, str | None]:
+    return request.path_params["name"], request.path_params.get("version")
+
+
+def routes(dataplane: DataPlane) -> list[Route]:
+    endpoints = V2Endpoints(dataplane)
+    model_routes: list[tuple[str, Endpoint, str]] = [
+        ("", endpoints.model_metadata, "GET"),
+        ("/ready", endpoints.model_ready, "GET"),
+        ("/infer", endpoints.infer, "POST"),
+    ]
+    table: list[tuple[str, Endpoint, str]] = [
+        ("/v2", endpoints.server_metadata, "GET"),
+        ("/v2/health/live", endpoints.live, "GET"),
+        ("/v2/health/ready", endpoints.ready, "GET"),
+        ("/v2/repository/index", endpoints.repository_index, "POST"),
+        ("/v2/repository/models/{name}/load", endpoints.load, "POST"),
+        ("/v2/repository/models/{name}/unload", endpoints.unload, "POST"),
+    ]
+    for suffix, endpoint, method in model_routes:
+        table.append(("/v2/models/{name}" + suffix, endpoint, method))
+        table.append(("/v2/models/{name}/versions/{version}" + suffix, endpoint, method))
+    return [Route(path, endpoint, methods=[method]) for path, endpoint, method in table]

@@ -1,0 +1,1 @@
+"""Assembles one process's servers: the ASGI app, the gRPC server, metrics and logging."""

@@ -1,0 +1,56 @@
+"""The composition root of one server process: settings → dialect → registry → data plane → app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from inferd import __version__
+from inferd.core.dataplane import DataPlane
+from inferd.core.registry import ModelRegistry
+from inferd.core.settings import Settings
+from inferd.core.types import ServerMetadata
+from inferd.dialects import resolve_dialect
+from inferd.dialects.base import Dialect
+from inferd.protocols.v2 import rest as v2_rest
+from inferd.server import metrics
+from inferd.server.errors import EXCEPTION_HANDLERS
+from inferd.server.middleware import BodyLimit, RequestContext
+
+EXTENSIONS = ("binary_tensor_data", "model_repository")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Everything one process serves, built once from the settings."""
+
+    settings: Settings
+    dialect: Dialect
+    registry: ModelRegistry
+    dataplane: DataPlane
+
+
+def build_runtime(settings: Settings) -> Runtime:
+    """Resolve the target into registered (not yet loaded) models behind one data plane."""
+    dialect = resolve_dialect(settings.dialect, settings.target)
+    registry = ModelRegistry()
+    for served in dialect.models(settings):
+        registry.add(served.name, served.factory, served.version)
+    dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS))
+    return Runtime(settings, dialect, registry, dataplane)
+
+
+def create_app(runtime: Runtime) -> Starlette:
+    settings, dataplane = runtime.settings, runtime.dataplane
+    routes = [
+        *v2_rest.routes(dataplane),
+        *runtime.dialect.routes(dataplane, settings),
+        *metrics.routes(),
+    ]
+    middleware = [
+        Middleware(RequestContext, access_log=settings.access_log),
+        Middleware(BodyLimit, max_size=settings.max_body_size),
+    ]
+    return Starlette(routes=routes, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)

@@ -1,0 +1,46 @@
+"""Starlette exception handlers: typed errors → the status table → a JSON body.
+
+4xx bodies say what was wrong; 5xx bodies say nothing internal, and the traceback goes to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from inferd.core.errors import InferdError, Overloaded
+from inferd.protocols.json import JSONResponse
+from inferd.protocols.status import error_body, status_of
+
+logger = logging.getLogger("inferd.server")
+
+
+def error_response(exc: BaseException) -> Response:
+    headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if isinstance(exc, Overloaded) else None
+    return JSONResponse(error_body(exc), status_code=status_of(exc).http, headers=headers)
+
+
+async def handle_inferd_error(request: Request, exc: Exception) -> Response:
+    return error_response(exc)
+
+
+async def handle_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code in (204, 304):
+        return Response(status_code=exc.status_code, headers=exc.headers)
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> Response:
+    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(exc)
+
+
+EXCEPTION_HANDLERS = {
+    InferdError: handle_inferd_error,
+    HTTPException: handle_http_exception,
+    Exception: handle_unexpected,
+}

@@ -1,0 +1,23 @@
+"""Build one process's grpc.aio server: the V2 servicer plus the dialect's own services."""
+
+from __future__ import annotations
+
+import grpc
+
+from inferd.protocols.v2.grpc import add_to_server
+from inferd.server.app import Runtime
+
+
+def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
+    limit = runtime.settings.grpc_max_message_size
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_send_message_length", limit),
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.so_reuseport", 1),
+        ]
+    )
+    add_to_server(server, runtime.dataplane)
+    for add in runtime.dialect.grpc_services(runtime.dataplane, runtime.settings):
+        add(server)
+    return server

@@ -1,0 +1,74 @@
+"""The V2 tensor codecs, sans-IO: JSON data, the raw layout, and what they refuse."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from inferd.core.errors import InvalidInput
+from inferd.core.types import DTYPES
+from inferd.protocols.v2 import codecs
+
+NUMERIC = [name for name in DTYPES if name != "BYTES"]
+
+
+@pytest.mark.parametrize("datatype", NUMERIC)
+def test_raw_layout_round_trips_every_numeric_datatype(datatype: str) -> None:
+    array = np.arange(6).astype(DTYPES[datatype]).reshape(2, 3)
+    raw = codecs.encode_raw(array)
+    assert len(raw) == codecs.raw_size(datatype, [2, 3])
+    decoded = codecs.decode_raw("x", datatype, [2, 3], raw)
+    assert decoded.dtype == array.dtype and np.array_equal(decoded, array)
+
+
+def test_raw_is_little_endian_even_for_big_endian_arrays() -> None:
+    array = np.array([1, 256], dtype=">u2")
+    assert codecs.encode_raw(array) == struct.pack("<HH", 1, 256)
+
+
+def test_bytes_raw_layout_has_length_prefixes() -> None:
+    array = np.array([b"ab", b"", "é"], dtype=object)
+    raw = codecs.encode_raw(array)
+    assert raw == b"\x02\0\0\0ab" + b"\0\0\0\0" + b"\x02\0\0\0\xc3\xa9"
+    assert codecs.decode_raw("x", "BYTES", [3], raw).tolist() == [b"ab", b"", "é".encode()]
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b"\x02\0\0\0ab", "fewer BYTES elements"),
+        (b"\x09\0\0\0ab", "runs past the end"),
+        (b"\x01\0\0\0a\x00\0\0\0\x00", "more BYTES data"),
+    ],
+)
+def test_malformed_bytes_raw_data_is_refused(raw: bytes, fragment: str) -> None:
+    with pytest.raises(InvalidInput, match=fragment):
+        codecs.decode_raw("x", "BYTES", [2], raw)
+
+
+def test_numpy_text_arrays_are_bytes_on_the_wire() -> None:
+    assert codecs.encode_json(np.array(["a", "bc"])) == ["a", "bc"]
+    assert codecs.encode_raw(np.array(["a"])) == b"\x01\0\0\0a"
+
+
+def test_json_data_nested_or_flat_and_scalars() -> None:
+    nested = codecs.decode_json("x", "INT32", [2, 2], [[1, 2], [3, 4]])
+    flat = codecs.decode_json("x", "INT32", [2, 2], [1, 2, 3, 4])
+    assert np.array_equal(nested, flat) and nested.dtype == np.int32
+    assert codecs.decode_json("x", "FP64", [], 2.5).shape == ()
+    assert codecs.decode_json("x", "FP32", [0, 4], []).shape == (0, 4)
+
+
+def test_non_utf8_bytes_have_no_json_form() -> None:
+    assert codecs.encode_json(np.array([b"\xff"], dtype=object)) is None
+
+
+def test_fp16_json_is_written_as_numbers() -> None:
+    assert codecs.encode_json(np.array([0.5, 2.0], dtype=np.float16)).tolist() == [0.5, 2.0]
+
+
+def test_unknown_datatype_lists_the_known_ones() -> None:
+    with pytest.raises(InvalidInput, match=r"unknown datatype 'FLOAT'.*'FP32'"):
+        codecs.decode_json("x", "FLOAT", [1], [1.0])

@@ -1,0 +1,106 @@
+"""Real inferd servers for tests: ``inferd serve`` in a subprocess on free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY = re.compile(
+    r"inferd ready: http://(?P<host>[^:]+):(?P<port>\d+) grpc=(?P<grpc>\S+) models=(?P<models>\S*)"
+)
+ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT = 60.0
+
+
+@dataclass
+class RunningServer:
+    process: subprocess.Popen[str]
+    http_url: str
+    grpc_address: str | None
+    models: list[str]
+    stderr_lines: list[str] = field(default_factory=list)
+
+    @property
+    def http_address(self) -> str:
+        """host:port, as tritonclient.http wants it."""
+        return self.http_url.removeprefix("http://")
+
+    @property
+    def log(self) -> str:
+        return "".join(self.stderr_lines)
+
+
+def inferd_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "inferd", *args]
+
+
+@contextmanager
+def serve(
+    target: str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[RunningServer]:
+    """Run ``inferd serve TARGET --port 0 --grpc-port 0 ARGS`` until the block ends, then SIGTERM it."""
+    command = inferd_command("serve", target, "--port", "0", "--grpc-port", "0", *args)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd or ROOT,
+        env={**os.environ, **(env or {})},
+    )
+    stderr_lines: list[str] = []
+    drain = threading.Thread(target=_drain, args=(process, stderr_lines), daemon=True)
+    drain.start()
+    try:
+        match = _wait_ready(process, stderr_lines)
+        grpc = match["grpc"]
+        yield RunningServer(
+            process,
+            f"http://{match['host']}:{match['port']}",
+            None if grpc == "off" else grpc,
+            [name for name in match["models"].split(",") if name],
+            stderr_lines,
+        )
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        drain.join(timeout=10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _drain(process: subprocess.Popen[str], lines: list[str]) -> None:
+    assert process.stderr is not None
+    for line in process.stderr:
+        lines.append(line)
+
+
+def _wait_ready(process: subprocess.Popen[str], stderr_lines: list[str]) -> re.Match[str]:
+    assert process.stdout is not None
+    timer = threading.Timer(START_TIMEOUT, process.kill)
+    timer.start()
+    try:
+        for line in process.stdout:
+            match = READY.search(line)
+            if match:
+                return match
+    finally:
+        timer.cancel()
+    process.wait()
+    raise RuntimeError(
+        f"inferd exited with {process.returncode} before it was ready:\n{''.join(stderr_lines)}"
+    )

@@ -1,0 +1,80 @@
+"""The inferd command line: version, predict, and what a wrong target gets."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from inferd import __version__
+from tests.conftest import IRIS, TEST_MODELS
+from tests.servers import ROOT, inferd_command
+
+REQUEST = ROOT / "examples" / "iris" / "request.json"
+
+
+def inferd(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        inferd_command(*args), capture_output=True, text=True, input=stdin, timeout=120, cwd=ROOT
+    )
+
+
+def test_version() -> None:
+    result = inferd("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"inferd {__version__}"
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_predict_prints_the_v2_response(source: str) -> None:
+    if source == "file":
+        result = inferd("predict", IRIS, "--input", str(REQUEST))
+    else:
+        result = inferd("predict", IRIS, "--input", "-", stdin=REQUEST.read_text())
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    label = next(output for output in body["outputs"] if output["name"] == "label")
+    assert label["data"] == [0, 2]
+
+
+def test_predict_picks_a_model_of_several() -> None:
+    request = '{"inputs": [{"name": "x", "shape": [2], "datatype": "INT8", "data": [4, 5]}]}'
+    result = inferd(
+        "predict", str(TEST_MODELS / "native.py"), "--model", "echo", "--input", "-", stdin=request
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["outputs"][0]["data"] == [4, 5]
+
+
+def test_predict_reports_bad_input() -> None:
+    result = inferd("predict", IRIS, "--input", "-", stdin="{nope")
+    assert result.returncode == 1
+    assert "Invalid JSON" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "fragment"),
+    [
+        ("no/such/model.py:Model", "no such file or directory"),
+        ("json:loads", "expected path/to/model.py:Class"),
+        ("no_such_module_anywhere", "expected path/to/model.py:Class"),
+    ],
+)
+def test_unknown_targets_exit_2_saying_what_was_expected(target: str, fragment: str) -> None:
+    result = inferd("serve", target, "--port", "0")
+    assert result.returncode == 2
+    assert fragment in result.stderr.replace("\n", " ")
+
+
+def test_an_explicit_dialect_reports_what_it_expected() -> None:
+    result = inferd("serve", "json:loads", "--dialect", "native")
+    assert result.returncode == 2
+    assert "not a subclass of inferd.Model" in result.stderr
+
+
+def test_invalid_options_exit_2(tmp_path: Path) -> None:
+    result = inferd("serve", IRIS, "--workers", "0")
+    assert result.returncode == 2
+    assert "workers" in result.stderr
