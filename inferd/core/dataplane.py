@@ -8,6 +8,7 @@ counting metrics.
 from __future__ import annotations
 
 import logging
+from collections.abc import Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,17 +54,20 @@ class DataPlane:
         return self.server
 
     def model_metadata(self, name: str, version: str | None = None) -> ModelMetadata:
-        return self.registry.get(name, version).metadata()
+        metadata = self.registry.ready_entry(name, version).metadata
+        assert metadata is not None
+        return metadata
 
     async def infer(
         self, name: str, version: str | None, request: InferenceRequest, protocol: str
     ) -> InferenceResponse:
-        model = self.registry.get(name, version)  # before counting: labels only for served models
+        entry = self.registry.ready_entry(name, version)  # before counting: labels only for served models
+        model, metadata = entry.model, entry.metadata
+        assert model is not None and metadata is not None
         with metrics.observe(name, protocol):
-            metadata = model.metadata()
             _check_inputs(metadata, request)
             if metadata.outputs:
-                _check_requested_outputs(name, request, {spec.name for spec in metadata.outputs})
+                _check_requested_outputs(name, request, metadata.output_names)
             try:
                 response = await model.infer(request)
                 outputs = _as_arrays(response.outputs)
@@ -97,7 +101,7 @@ def _check_inputs(metadata: ModelMetadata, request: InferenceRequest) -> None:
     """Reject inputs the model did not declare, misses, and datatype or shape mismatches."""
     if not metadata.inputs:
         return
-    specs = {spec.name: spec for spec in metadata.inputs}
+    specs = metadata.input_specs
     for name, array in request.inputs.items():
         spec = specs.get(name)
         if spec is None:
@@ -110,7 +114,7 @@ def _check_inputs(metadata: ModelMetadata, request: InferenceRequest) -> None:
         raise InvalidInput(f"missing input(s) {sorted(missing)} for model '{metadata.name}'")
 
 
-def _check_requested_outputs(model: str, request: InferenceRequest, known: set[str]) -> None:
+def _check_requested_outputs(model: str, request: InferenceRequest, known: Set[str]) -> None:
     if request.outputs is None:
         return
     for wanted in request.outputs:

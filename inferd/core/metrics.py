@@ -31,17 +31,32 @@ IN_FLIGHT = Gauge(
 )
 
 
+class _Series:
+    """The labelled children of one (model, protocol), looked up once instead of per request."""
+
+    def __init__(self, model: str, protocol: str) -> None:
+        self.in_flight = IN_FLIGHT.labels(model, protocol)
+        self.latency = LATENCY.labels(model, protocol)
+        self.ok = REQUESTS.labels(model, protocol, "ok")
+        self.error = REQUESTS.labels(model, protocol, "error")
+
+
+_series: dict[tuple[str, str], _Series] = {}
+
+
 @contextmanager
 def observe(model: str, protocol: str) -> Iterator[None]:
     """Count one inference request: in-flight while it runs, then latency and outcome."""
-    in_flight = IN_FLIGHT.labels(model, protocol)
-    in_flight.inc()
+    series = _series.get((model, protocol))
+    if series is None:
+        series = _series[model, protocol] = _Series(model, protocol)
+    series.in_flight.inc()
     started = time.perf_counter()
-    outcome = "error"
+    outcome = series.error
     try:
         yield
-        outcome = "ok"
+        outcome = series.ok
     finally:
-        in_flight.dec()
-        LATENCY.labels(model, protocol).observe(time.perf_counter() - started)
-        REQUESTS.labels(model, protocol, outcome).inc()
+        series.in_flight.dec()
+        series.latency.observe(time.perf_counter() - started)
+        outcome.inc()

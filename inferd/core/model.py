@@ -59,6 +59,7 @@ class Model:
         return True
 
     def metadata(self) -> ModelMetadata:
+        """Names, datatypes and shapes clients see; read once, right after `load`."""
         versions = (self.version,) if self.version else ()
         return ModelMetadata(self.name, versions, self.platform, self.inputs, self.outputs)
 

@@ -13,6 +13,7 @@ from enum import Enum
 
 from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady
 from inferd.core.model import Model, resolve
+from inferd.core.types import ModelMetadata
 
 logger = logging.getLogger("inferd.registry")
 
@@ -34,6 +35,8 @@ class ModelEntry:
     version: str | None
     factory: ModelFactory
     model: Model | None = None
+    #: Read once when the model is loaded, so requests are checked without rebuilding it.
+    metadata: ModelMetadata | None = None
     state: ModelState = ModelState.UNAVAILABLE
     reason: str = ""
 
@@ -70,12 +73,17 @@ class ModelRegistry:
             raise ModelNotFound(f"model '{name}' has no version '{version}'")
         return versions[version]
 
-    def get(self, name: str, version: str | None = None) -> Model:
-        """The loaded, ready model, or an error saying why it cannot answer."""
+    def ready_entry(self, name: str, version: str | None = None) -> ModelEntry:
+        """The entry of a loaded, ready model, or an error saying why it cannot answer."""
         entry = self.entry(name, version)
-        if not entry.ready or entry.model is None:
+        if not entry.ready:
             raise ModelNotReady(f"model '{name}' is not ready ({entry.state.value.lower()})")
-        return entry.model
+        return entry
+
+    def get(self, name: str, version: str | None = None) -> Model:
+        model = self.ready_entry(name, version).model
+        assert model is not None
+        return model
 
     def all_ready(self) -> bool:
         return all(entry.ready for entry in self.entries())
@@ -89,15 +97,16 @@ class ModelRegistry:
             model = entry.factory()
             model.name, model.version = entry.name, entry.version
             await resolve(model.load())
+            metadata = model.metadata()
         except Exception as exc:
             logger.exception("loading model %s failed", name)
             entry.state, entry.reason = ModelState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"
             raise ModelLoadError(f"model '{name}' failed to load: {entry.reason}") from exc
-        entry.model, entry.state = model, ModelState.READY
+        entry.model, entry.metadata, entry.state = model, metadata, ModelState.READY
 
     async def unload(self, name: str, version: str | None = None) -> None:
         entry = self.entry(name, version)
-        model, entry.model = entry.model, None
+        model, entry.model, entry.metadata = entry.model, None, None
         entry.state = ModelState.UNLOADING
         try:
             if model is not None:

@@ -7,6 +7,7 @@ runtime and user code only ever see numpy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -77,6 +78,14 @@ class ModelMetadata:
     platform: str = "python"
     inputs: tuple[TensorSpec, ...] = ()
     outputs: tuple[TensorSpec, ...] = ()
+
+    @cached_property
+    def input_specs(self) -> dict[str, TensorSpec]:
+        return {spec.name: spec for spec in self.inputs}
+
+    @cached_property
+    def output_names(self) -> frozenset[str]:
+        return frozenset(spec.name for spec in self.outputs)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def uvicorn_config(runtime: Runtime) -> uvicorn.Config:
         access_log=False,
         log_config=None,
         server_header=False,
+        proxy_headers=False,
         timeout_graceful_shutdown=int(runtime.settings.graceful_timeout),
         timeout_keep_alive=30,
     )

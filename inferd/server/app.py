@@ -17,7 +17,7 @@ from inferd.dialects.base import Dialect
 from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import metrics
 from inferd.server.errors import EXCEPTION_HANDLERS
-from inferd.server.middleware import BodyLimit, RequestContext
+from inferd.server.middleware import RequestContext
 
 EXTENSIONS = ("binary_tensor_data", "model_repository")
 
@@ -50,7 +50,6 @@ def create_app(runtime: Runtime) -> Starlette:
         *metrics.routes(),
     ]
     middleware = [
-        Middleware(RequestContext, access_log=settings.access_log),
-        Middleware(BodyLimit, max_size=settings.max_body_size),
+        Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log)
     ]
     return Starlette(routes=routes, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)

@@ -116,11 +116,15 @@ def _model_of(request: Request) -> tuple[str, str | None]:
 def routes(dataplane: DataPlane) -> list[Route]:
     endpoints = V2Endpoints(dataplane)
     model_routes: list[tuple[str, Endpoint, str]] = [
-        ("", endpoints.model_metadata, "GET"),
-        ("/ready", endpoints.model_ready, "GET"),
         ("/infer", endpoints.infer, "POST"),
+        ("/ready", endpoints.model_ready, "GET"),
+        ("", endpoints.model_metadata, "GET"),
     ]
-    table: list[tuple[str, Endpoint, str]] = [
+    table: list[tuple[str, Endpoint, str]] = []  # model routes first: the router tries them in order
+    for suffix, endpoint, method in model_routes:
+        table.append(("/v2/models/{name}" + suffix, endpoint, method))
+        table.append(("/v2/models/{name}/versions/{version}" + suffix, endpoint, method))
+    table += [
         ("/v2", endpoints.server_metadata, "GET"),
         ("/v2/health/live", endpoints.live, "GET"),
         ("/v2/health/ready", endpoints.ready, "GET"),
@@ -128,7 +132,4 @@ def routes(dataplane: DataPlane) -> list[Route]:
         ("/v2/repository/models/{name}/load", endpoints.load, "POST"),
         ("/v2/repository/models/{name}/unload", endpoints.unload, "POST"),
     ]
-    for suffix, endpoint, method in model_routes:
-        table.append(("/v2/models/{name}" + suffix, endpoint, method))
-        table.append(("/v2/models/{name}/versions/{version}" + suffix, endpoint, method))
     return [Route(path, endpoint, methods=[method]) for path, endpoint, method in table]
