@@ -17,7 +17,7 @@ from inferd.engines import local
 from inferd.engines.supervisor import Supervisor
 from inferd.protocols.status import error_message
 from inferd.protocols.v2.http_codec import decode_request, encode_response
-from inferd.server.app import build_runtime
+from inferd.server.app import Runtime, build_runtime
 from inferd.server.logging import configure_logging
 
 app = typer.Typer(
@@ -106,7 +106,7 @@ def serve(
         _fail(exc.message, code=1)
 
 
-def _runtime_or_exit(settings: Settings) -> Any:
+def _runtime_or_exit(settings: Settings) -> Runtime:
     try:
         return build_runtime(settings)
     except TargetError as exc:
@@ -140,7 +140,7 @@ def predict(
             await runtime.registry.unload_all()
 
     try:
-        content = _run_to_result(once)
+        content = local.run(once())
     except InferdError as exc:
         _fail(error_message(exc), code=1)
     sys.stdout.write(content.decode() + "\n")
@@ -151,16 +151,6 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         _fail(f"cannot read input {path}: {exc.strerror}")
-
-
-def _run_to_result(factory: Any) -> bytes:
-    result: list[bytes] = []
-
-    async def capture() -> None:
-        result.append(await factory())
-
-    local.run(capture())
-    return result[0]
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ import signal
 import socket
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 
@@ -23,6 +23,7 @@ from inferd.server.app import Runtime, build_runtime, create_app
 from inferd.server.grpc import create_grpc_server
 
 logger = logging.getLogger("inferd.engine")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,13 @@ class _Server(uvicorn.Server):
         yield
 
 
-def run(coroutine: Coroutine[Any, Any, None]) -> None:
-    """Run on uvloop when it is installed (it is, with uvicorn[standard])."""
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop where it is installed (everywhere but Windows)."""
     try:
         import uvloop
     except ImportError:
-        asyncio.run(coroutine)
-    else:
-        uvloop.run(coroutine)
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)
 
 
 def uvicorn_config(runtime: Runtime) -> uvicorn.Config:
