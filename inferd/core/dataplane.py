@@ -64,7 +64,9 @@ class DataPlane:
         entry = self.registry.ready_entry(name, version)  # before counting: labels only for served models
         model, metadata = entry.model, entry.metadata
         assert model is not None and metadata is not None
-        with metrics.observe(name, protocol):
+        counted = metrics.series(name, protocol)
+        started, ok = counted.begin(), False
+        try:
             _check_inputs(metadata, request)
             if metadata.outputs:
                 _check_requested_outputs(name, request, metadata.output_names)
@@ -76,12 +78,15 @@ class DataPlane:
             except Exception as exc:
                 logger.exception("model %s raised while answering request %s", name, request.id or "-")
                 raise InferenceFailed(name) from exc
-            _check_requested_outputs(name, request, set(outputs))
             if request.outputs is not None:
+                _check_requested_outputs(name, request, outputs.keys())
                 outputs = {wanted.name: outputs[wanted.name] for wanted in request.outputs}
             response.outputs = outputs
             response.model_name, response.model_version, response.id = name, model.version, request.id
+            ok = True
             return response
+        finally:
+            counted.end(started, ok)
 
     def repository_index(self, ready_only: bool = False) -> list[ModelIndexEntry]:
         return [
@@ -124,7 +129,9 @@ def _check_requested_outputs(model: str, request: InferenceRequest, known: Set[s
 
 def _as_arrays(outputs: Tensors) -> Tensors:
     """Model outputs as numpy arrays of a datatype every protocol can carry (else a model bug)."""
-    arrays = {name: np.asarray(value) for name, value in outputs.items()}
+    arrays = {
+        name: value if isinstance(value, np.ndarray) else np.asarray(value) for name, value in outputs.items()
+    }
     for array in arrays.values():
         datatype_of(array)
     return arrays

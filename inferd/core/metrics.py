@@ -7,8 +7,6 @@ Gauges declare how they combine across worker processes, so the numbers stay rig
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -31,7 +29,7 @@ IN_FLIGHT = Gauge(
 )
 
 
-class _Series:
+class Series:
     """The labelled children of one (model, protocol), looked up once instead of per request."""
 
     def __init__(self, model: str, protocol: str) -> None:
@@ -40,23 +38,23 @@ class _Series:
         self.ok = REQUESTS.labels(model, protocol, "ok")
         self.error = REQUESTS.labels(model, protocol, "error")
 
+    def begin(self) -> float:
+        """Count a request in flight; returns its start time for `end`."""
+        self.in_flight.inc()
+        return time.perf_counter()
 
-_series: dict[tuple[str, str], _Series] = {}
+    def end(self, started: float, ok: bool) -> None:
+        self.in_flight.dec()
+        self.latency.observe(time.perf_counter() - started)
+        (self.ok if ok else self.error).inc()
 
 
-@contextmanager
-def observe(model: str, protocol: str) -> Iterator[None]:
-    """Count one inference request: in-flight while it runs, then latency and outcome."""
-    series = _series.get((model, protocol))
-    if series is None:
-        series = _series[model, protocol] = _Series(model, protocol)
-    series.in_flight.inc()
-    started = time.perf_counter()
-    outcome = series.error
-    try:
-        yield
-        outcome = series.ok
-    finally:
-        series.in_flight.dec()
-        series.latency.observe(time.perf_counter() - started)
-        outcome.inc()
+_series: dict[tuple[str, str], Series] = {}
+
+
+def series(model: str, protocol: str) -> Series:
+    """The metrics of inference requests to ``model`` over ``protocol``."""
+    found = _series.get((model, protocol))
+    if found is None:
+        found = _series[model, protocol] = Series(model, protocol)
+    return found

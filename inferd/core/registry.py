@@ -48,6 +48,7 @@ class ModelEntry:
 class ModelRegistry:
     def __init__(self) -> None:
         self._entries: dict[str, dict[str | None, ModelEntry]] = {}
+        self._latest: dict[str, ModelEntry] = {}
 
     def add(self, name: str, factory: ModelFactory, version: str | None = None) -> None:
         """Register a model without loading it; a duplicate (name, version) is a mistake."""
@@ -55,6 +56,7 @@ class ModelRegistry:
         if version in versions:
             raise ValueError(f"model '{name}' version {version!r} is registered twice")
         versions[version] = ModelEntry(name, version, factory)
+        self._latest[name] = versions[max(versions, key=_version_key)]
 
     def entries(self) -> list[ModelEntry]:
         return [entry for versions in self._entries.values() for entry in versions.values()]
@@ -64,11 +66,14 @@ class ModelRegistry:
 
     def entry(self, name: str, version: str | None = None) -> ModelEntry:
         """The entry of ``name`` at ``version``, or its latest version when none is given."""
+        if not version:
+            latest = self._latest.get(name)
+            if latest is None:
+                raise ModelNotFound(f"model '{name}' is not served here")
+            return latest
         versions = self._entries.get(name)
         if not versions:
             raise ModelNotFound(f"model '{name}' is not served here")
-        if version is None or version == "":
-            return versions[max(versions, key=_version_key)]
         if version not in versions:
             raise ModelNotFound(f"model '{name}' has no version '{version}'")
         return versions[version]

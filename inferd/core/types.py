@@ -62,8 +62,8 @@ class TensorSpec:
         datatype = datatype_of(array)
         if datatype != self.datatype:
             return f"input '{self.name}' has datatype {datatype}, the model expects {self.datatype}"
-        if len(array.shape) != len(self.shape) or any(
-            want not in (-1, got) for want, got in zip(self.shape, array.shape, strict=True)
+        if array.ndim != len(self.shape) or not all(
+            want == -1 or want == got for want, got in zip(self.shape, array.shape, strict=True)
         ):
             return f"input '{self.name}' has shape {list(array.shape)}, the model expects {list(self.shape)}"
         return None

@@ -17,7 +17,7 @@ def loads(body: bytes | str) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise InvalidInput(f"malformed JSON: {exc}") from None
+        raise InvalidInput(f"Invalid JSON: {exc}") from None
 
 
 def dumps(content: Any) -> bytes:

@@ -347,3 +347,9 @@ def test_metrics_count_requests_per_model_and_protocol(client: httpx.Client) -> 
     text = client.get("/metrics").text
     assert 'inferd_request_duration_seconds_bucket{le="0.001",model="iris",protocol="rest"}' in text
     assert 'inferd_requests_in_flight{model="iris",protocol="rest"}' in text
+
+
+def test_numbers_written_as_strings_are_not_numbers(client: httpx.Client) -> None:
+    response = client.post("/v2/models/iris/infer", json=iris_request([["5.1", "3.5", "1.4", "0.2"]] * 2))
+    assert response.status_code == 400
+    assert "strings" in response.json()["error"]

@@ -13,33 +13,38 @@ from inferd.core.errors import InvalidInput
 from inferd.core.types import InferenceRequest, InferenceResponse, datatype_of
 from inferd.protocols.json import dumps
 from inferd.protocols.v2 import codecs
-from inferd.protocols.v2.schema import InferenceRequestBody, RequestInput, parse
+from inferd.protocols.v2.schema import parse_infer_body
 
 BINARY_SIZE = "binary_data_size"
 
 
 def decode_request(body: bytes, header_length: str | None) -> InferenceRequest:
     header, blobs = _split_body(body, header_length)
-    parsed: InferenceRequestBody = parse(InferenceRequestBody, header)
+    parsed = parse_infer_body(header)
     inputs, input_parameters = {}, {}
     offset = 0
-    for tensor in parsed.inputs:
-        if tensor.name in inputs:
-            raise InvalidInput(f"input '{tensor.name}' appears twice")
-        parameters = tensor.parameters or {}
+    for tensor in parsed["inputs"]:
+        name = tensor["name"]
+        if name in inputs:
+            raise InvalidInput(f"input '{name}' appears twice")
+        parameters = tensor.get("parameters") or {}
         size = parameters.get(BINARY_SIZE)
         if size is None:
-            inputs[tensor.name] = _decode_json_input(tensor)
+            inputs[name] = _decode_json_input(tensor)
         else:
-            inputs[tensor.name] = _decode_binary_input(tensor, size, blobs[offset:])
+            inputs[name] = _decode_binary_input(tensor, size, blobs[offset:])
             offset += int(size)
-        input_parameters[tensor.name] = parameters
+        input_parameters[name] = parameters
     if offset != len(blobs):
         raise InvalidInput(f"the body carries {len(blobs) - offset} bytes of binary data no input claims")
     outputs = None
-    if parsed.outputs is not None:
-        outputs = [codecs.requested_output(out.name, out.parameters or {}) for out in parsed.outputs]
-    return InferenceRequest(inputs, parsed.parameters or {}, parsed.id, outputs, input_parameters)
+    if parsed.get("outputs") is not None:
+        outputs = [
+            codecs.requested_output(out["name"], out.get("parameters") or {}) for out in parsed["outputs"]
+        ]
+    return InferenceRequest(
+        inputs, parsed.get("parameters") or {}, parsed.get("id"), outputs, input_parameters
+    )
 
 
 def _split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryview]:
@@ -59,22 +64,24 @@ def _split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryvi
     return bytes(view[:length]), view[length:]
 
 
-def _decode_json_input(tensor: RequestInput) -> Any:
-    if tensor.data is None:
-        raise InvalidInput(f"input '{tensor.name}' has neither data nor binary_data_size")
-    return codecs.decode_json(tensor.name, tensor.datatype, tensor.shape, tensor.data)
+def _decode_json_input(tensor: dict[str, Any]) -> Any:
+    name, data = tensor["name"], tensor.get("data")
+    if data is None:
+        raise InvalidInput(f"input '{name}' has neither data nor binary_data_size")
+    return codecs.decode_json(name, tensor["datatype"], tensor["shape"], data)
 
 
-def _decode_binary_input(tensor: RequestInput, size: object, blobs: memoryview) -> Any:
-    if tensor.data is not None:
-        raise InvalidInput(f"input '{tensor.name}' has both data and binary_data_size")
+def _decode_binary_input(tensor: dict[str, Any], size: object, blobs: memoryview) -> Any:
+    name = tensor["name"]
+    if tensor.get("data") is not None:
+        raise InvalidInput(f"input '{name}' has both data and binary_data_size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise InvalidInput(f"input '{tensor.name}': binary_data_size must be a non-negative integer")
+        raise InvalidInput(f"input '{name}': binary_data_size must be a non-negative integer")
     if size > len(blobs):
         raise InvalidInput(
-            f"input '{tensor.name}' declares {size} bytes of binary data but only {len(blobs)} remain"
+            f"input '{name}' declares {size} bytes of binary data but only {len(blobs)} remain"
         )
-    return codecs.decode_raw(tensor.name, tensor.datatype, tensor.shape, blobs[:size])
+    return codecs.decode_raw(name, tensor["datatype"], tensor["shape"], blobs[:size])
 
 
 def encode_response(response: InferenceResponse, request: InferenceRequest) -> tuple[bytes, int | None]:
