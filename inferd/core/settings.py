@@ -66,6 +66,3 @@ class Settings(BaseSettings):
 
     Sub-millisecond models are fastest on the loop; turn this on for slow models so health checks
     and other requests keep being answered while one runs."""
-
-    metrics_dir: str | None = None
-    """Directory for Prometheus multiprocess files; set by the supervisor when workers > 1."""

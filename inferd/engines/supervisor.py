@@ -54,7 +54,7 @@ class Supervisor:
             reserve_port(self.settings.host, self.settings.grpc_port) if self.settings.grpc_enabled else None
         )
         fields = self.settings.model_dump()
-        fields.update(port=port_of(sock), metrics_dir=metrics_dir)
+        fields["port"] = port_of(sock)
         if grpc_hold is not None:
             fields["grpc_port"] = port_of(grpc_hold)
         ready: Queue[Any] = _spawn.Queue()

@@ -87,3 +87,17 @@ def test_grpc_is_served_by_every_worker_on_one_port(two_workers: RunningServer) 
         if len(seen) == 2:
             break
     assert len(seen) == 2
+
+
+def test_the_metrics_directory_is_removed_on_shutdown() -> None:
+    import tempfile
+    from pathlib import Path
+
+    def metrics_dirs() -> set[Path]:
+        return set(Path(tempfile.gettempdir()).glob("inferd-metrics-*"))
+
+    before = metrics_dirs()
+    with serve(str(TEST_MODELS / "native.py"), "--workers", "2", "--no-grpc"):
+        created = metrics_dirs() - before
+        assert len(created) == 1
+    assert not created & metrics_dirs()
