@@ -12,6 +12,7 @@ from rich.console import Console
 
 from inferd import __version__
 from inferd.core.errors import InferdError, ModelLoadError, TargetError
+from inferd.core.importer import split_target
 from inferd.core.settings import Settings
 from inferd.engines import local
 from inferd.engines.supervisor import Supervisor
@@ -38,8 +39,19 @@ def _fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _absolute(target: str) -> str:
+    """A target naming a file or folder, made absolute: models may change the working directory on
+    load (Cortex projects do), and worker processes resolve the target again."""
+    module, attr = split_target(target)
+    if not Path(module).exists():
+        return target
+    return str(Path(module).resolve()) + (f":{attr}" if attr else "")
+
+
 def _settings(**given: Any) -> Settings:
     """Settings from ``INFERD_*`` variables, overridden by the options given on the command line."""
+    if given.get("target"):
+        given["target"] = _absolute(given["target"])
     try:
         return Settings(**{key: value for key, value in given.items() if value is not None})
     except ValidationError as exc:
@@ -82,6 +94,10 @@ def serve(
         bool | None, typer.Option("--access-log/--no-access-log", help="Log every request.")
     ] = None,
     log_level: Annotated[str | None, typer.Option(help="debug, info, warning or error.")] = None,
+    install_requirements: Annotated[
+        bool | None,
+        typer.Option("--install-requirements", help="pip-install the project's requirements.txt first."),
+    ] = None,
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
     settings = _settings(
@@ -95,6 +111,7 @@ def serve(
         workers=workers,
         access_log=access_log,
         log_level=log_level,
+        install_requirements=install_requirements,
     )
     configure_logging(settings.log_level)
     runtime = _runtime_or_exit(settings)

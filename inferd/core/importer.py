@@ -53,14 +53,20 @@ def import_from_string(target: str) -> Any:
     return obj
 
 
-def _import_file(path: Path) -> ModuleType:
+def add_to_path(folder: Path) -> None:
+    """Put ``folder`` first on ``sys.path`` (once), so user modules in it import by name."""
+    entry = str(folder.resolve())
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+
+def import_file_as(path: Path, name: str) -> ModuleType:
+    """Import the ``.py`` file ``path`` as module ``name`` (cached in ``sys.modules`` by name and file);
+    its folder goes on ``sys.path`` first so its sibling modules import."""
     path = path.resolve()
     if not path.is_file():
         raise TargetError(f"no such file: {path}")
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    name = path.stem
+    add_to_path(path.parent)
     existing = sys.modules.get(name)
     if existing is not None and getattr(existing, "__file__", None) == str(path):
         return existing
@@ -71,3 +77,7 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _import_file(path: Path) -> ModuleType:
+    return import_file_as(path, path.stem)

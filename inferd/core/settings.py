@@ -66,3 +66,8 @@ class Settings(BaseSettings):
 
     Sub-millisecond models are fastest on the loop; turn this on for slow models so health checks
     and other requests keep being answered while one runs."""
+
+    install_requirements: bool = False
+    """Install the served project's ``requirements.txt`` with pip before loading it (Cortex projects).
+
+    Off by default: serving a directory should not change the Python environment unless asked."""

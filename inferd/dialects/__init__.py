@@ -12,6 +12,7 @@ from inferd.dialects.base import Dialect
 #: Dialect name → import string of its `Dialect` object. Auto-detection tries them in this order.
 DIALECTS: dict[str, str] = {
     "native": "inferd.dialects.native:dialect",
+    "cortex": "inferd.dialects.cortex:dialect",
 }
 
 FILE_SUFFIXES = (".py", ".yaml", ".yml", ".json")
@@ -35,7 +36,7 @@ def detect(target: str) -> Dialect:
             return dialect
     raise TargetError(
         f"cannot tell what '{target}' is; expected path/to/model.py:Class (a subclass of inferd.Model), "
-        "a module:Class, or a directory with a model.py; or pass --dialect"
+        "a module:Class, a directory with a model.py, a cortex.yaml; or pass --dialect"
     )
 
 

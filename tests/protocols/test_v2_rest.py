@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -260,8 +261,15 @@ def test_model_failure_is_a_generic_500_with_the_traceback_in_the_log(
     assert "secret" not in response.text
     assert response.headers["x-request-id"] == "trace-me"
     assert models.post("/v2/models/echo/infer", json=request).status_code == 200
-    logged = [line for line in models_server.stderr_lines if "trace-me" in line]
-    assert any("secret internal detail" in line and "Traceback" in line for line in logged)
+
+    def logged() -> bool:
+        lines = [line for line in models_server.stderr_lines if "trace-me" in line]
+        return any("secret internal detail" in line and "Traceback" in line for line in lines)
+
+    deadline = time.monotonic() + 10  # the log reaches us through a reader thread
+    while not logged() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert logged()
 
 
 def test_tritonclient_http_json_and_binary(triton_iris: triton.InferenceServerClient) -> None:

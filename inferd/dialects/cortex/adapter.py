@@ -1,0 +1,171 @@
+"""Cortex APIs as inferd `Model`s.
+
+Over V2 an ONNX API is its raw model (inputs and outputs of the session, handlers bypassed); the Cortex
+route calls `respond`, which runs pre_inference → conversion → session → post_inference. `respond` is
+synchronous and runs on the event loop, so one API's handlers are never called concurrently (Cortex
+promised handler globals are safe) and a sub-millisecond model pays no thread hop. With
+``predict_in_thread`` it runs in a thread instead, one call at a time per API (`lock`).
+
+``load`` makes the project dir the working directory of the serving process, so handler code opening
+relative paths reads project files (Cortex ran it in ``/mnt/project``; code that hard-codes
+``/mnt/project/...`` needs a ``/mnt/project`` symlink to the project dir, which inferd does not create).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from inferd.core.model import Model
+from inferd.core.types import ModelMetadata, Tensors, TensorSpec
+from inferd.dialects.cortex import onnx
+from inferd.dialects.cortex.config import ApiConfig
+from inferd.dialects.cortex.errors import CortexError
+from inferd.dialects.cortex.handlers import Handlers, Hook
+
+logger = logging.getLogger("inferd.cortex")
+
+DEBUG_ITEMS, DEBUG_CHARS = 10, 500
+
+
+class CortexModel(Model):
+    """What the Cortex routes need of an API, whatever runs it."""
+
+    def __init__(self, api: ApiConfig) -> None:
+        self.api = api
+        self.lock = asyncio.Lock()
+
+    async def respond_async(self, sample: Any, debug: bool) -> Any:
+        """`respond` on the loop, or in a thread (one at a time) when ``predict_in_thread`` is set."""
+        if not self.predict_in_thread:
+            return self.respond(sample, debug)
+        async with self.lock:
+            return await asyncio.to_thread(self.respond, sample, debug)
+
+    def respond(self, sample: Any, debug: bool) -> Any:
+        """The response value for one sample; exceptions become 406 ``prediction failed``."""
+        raise NotImplementedError
+
+    def signature(self) -> dict[str, Any] | None:
+        """The ``GET <endpoint>/signature`` body, or None where the API has none."""
+        return None
+
+
+class OnnxApi(CortexModel):
+    platform: ClassVar[str] = "onnxruntime_onnx"
+
+    def __init__(self, api: ApiConfig, handlers: Handlers) -> None:
+        super().__init__(api)
+        self.handlers = handlers
+        self.session: Any = None
+        self.signature_in: list[Any] = []
+        self.signature_out: list[Any] = []
+        self.specs_in: tuple[TensorSpec, ...] = ()
+        self.specs_out: tuple[TensorSpec, ...] = ()
+
+    def load(self) -> None:
+        os.chdir(self.api.project_dir)
+        assert self.api.model is not None
+        self.session = onnx.open_session(self.api.model)
+        self.signature_in, self.signature_out = self.session.get_inputs(), self.session.get_outputs()
+        self.specs_in, self.specs_out = (
+            onnx.tensor_specs(self.signature_in),
+            onnx.tensor_specs(self.signature_out),
+        )
+        self._v2_outputs = [spec.name for spec in self.specs_out]
+        _log_handlers(self.handlers)
+        logger.info("api %s is ready at %s", self.api.name, self.api.endpoint)
+
+    def metadata(self) -> ModelMetadata:
+        versions = (self.version,) if self.version else ()
+        return ModelMetadata(self.name, versions, self.platform, self.specs_in, self.specs_out)
+
+    def predict(self, inputs: Tensors) -> Tensors:
+        return dict(zip(self._v2_outputs, self.session.run(self._v2_outputs, inputs), strict=True))
+
+    def respond(self, sample: Any, debug: bool) -> Any:
+        metadata, handlers = self.api.metadata, self.handlers
+        _debug(debug, "sample", sample)
+        prepared = sample
+        if handlers.pre_inference is not None:
+            prepared = _call(
+                handlers, "pre_inference", handlers.pre_inference, sample, self.signature_in, metadata
+            )
+            _debug(debug, "pre_inference", prepared)
+        prediction = self.session.run(None, onnx.to_inputs(prepared, self.signature_in))
+        _debug(debug, "prediction", prediction)
+        if handlers.post_inference is None:
+            return prediction
+        result = _call(
+            handlers, "post_inference", handlers.post_inference, prediction, self.signature_out, metadata
+        )
+        _debug(debug, "post_inference", result)
+        return result
+
+    def signature(self) -> dict[str, Any]:
+        return {"signature": onnx.signature_body(self.signature_in)}
+
+
+class PredictorApi(CortexModel):
+    """The 0.10 ``predictor``: ``init(model_path, metadata)`` once, ``predict(sample, metadata)`` per request.
+    It has no tensors, so over V2 it is listed but cannot answer."""
+
+    def __init__(
+        self, api: ApiConfig, init: Callable[..., Any] | None, predict_fn: Callable[..., Any]
+    ) -> None:
+        super().__init__(api)
+        self.init, self.predict_fn = init, predict_fn
+
+    def load(self) -> None:
+        os.chdir(self.api.project_dir)
+        if self.init is not None:
+            model = str(self.api.model) if self.api.model is not None else None
+            self.init(model, self.api.metadata)
+        logger.info("api %s is ready at %s", self.api.name, self.api.endpoint)
+
+    def respond(self, sample: Any, debug: bool) -> Any:
+        _debug(debug, "sample", sample)
+        try:
+            result = self.predict_fn(sample, self.api.metadata)
+        except CortexError:
+            raise
+        except Exception as exc:
+            raise CortexError(self.api.handler_name or "", "predict", str(exc), "runtime exception") from exc
+        _debug(debug, "prediction", result)
+        return result
+
+
+def _call(handlers: Handlers, stage: str, hook: Hook, value: Any, signature: Any, metadata: Any) -> Any:
+    try:
+        return hook(value, signature, metadata)
+    except Exception as exc:
+        raise CortexError(handlers.path, f"{stage} request handler", str(exc), "runtime exception") from exc
+
+
+def _log_handlers(handlers: Handlers) -> None:
+    for stage, hook in (
+        ("pre_inference", handlers.pre_inference),
+        ("post_inference", handlers.post_inference),
+    ):
+        if hook is None:
+            logger.info("%s request handler not found", stage)
+        else:
+            logger.info("using %s request handler provided in %s", stage, handlers.path)
+
+
+def _debug(debug: bool, stage: str, value: Any) -> None:
+    if debug:
+        logger.info("%s: %s", stage, _short(value))
+
+
+def _short(value: Any) -> str:
+    """At most 10 elements and 500 characters of ``value``, as Cortex's debug logging showed it."""
+    if isinstance(value, (list, tuple)) and len(value) > DEBUG_ITEMS:
+        value = [*value[:DEBUG_ITEMS], "..."]
+    elif isinstance(value, dict) and len(value) > DEBUG_ITEMS:
+        value = dict(list(value.items())[:DEBUG_ITEMS])
+    text = repr(value)
+    return text if len(text) <= DEBUG_CHARS else text[:DEBUG_CHARS] + "..."

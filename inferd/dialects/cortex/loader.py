@@ -1,0 +1,109 @@
+"""The Cortex dialect: a ``cortex.yaml`` (or a directory holding one) → one served model per API.
+
+Everything that can be wrong with a project fails here, at startup, as a TargetError (exit code 2):
+the config, ``s3://`` paths, missing model files, handler parameter names, a missing onnxruntime, and
+TensorFlow APIs (not implemented yet).
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.errors import TargetError
+from inferd.core.model import Model
+from inferd.core.registry import ModelFactory
+from inferd.core.settings import Settings
+from inferd.dialects.base import ServedModel
+from inferd.dialects.cortex import onnx, rest
+from inferd.dialects.cortex.adapter import CortexModel, OnnxApi, PredictorApi
+from inferd.dialects.cortex.config import ApiConfig, config_path, is_cortex_config, load_config
+from inferd.dialects.cortex.handlers import load_handlers, load_predictor
+
+logger = logging.getLogger("inferd.cortex")
+
+TENSORFLOW_MISSING = (
+    "api {name}: TensorFlow SavedModel support needs the 'tensorflow' extra "
+    "(pip install 'inferd[tensorflow]') and is not implemented yet in inferd; serve an ONNX export instead"
+)
+
+
+def factory_for(api: ApiConfig, settings: Settings) -> ModelFactory:
+    """Check the API now (startup errors) and return how each process builds its model."""
+    if api.format == "tensorflow":
+        raise TargetError(TENSORFLOW_MISSING.format(name=api.name))
+    if api.model is not None and not api.model.exists():
+        raise TargetError(f"api {api.name}: model {api.model}: no such file or directory")
+    if api.format == "predictor":
+        init, predict = load_predictor(api)
+        return _configured(lambda: PredictorApi(api, init, predict), settings)
+    onnx.require_onnxruntime()
+    handlers = load_handlers(api)
+    return _configured(lambda: OnnxApi(api, handlers), settings)
+
+
+def _configured(build: Callable[[], CortexModel], settings: Settings) -> ModelFactory:
+    def factory() -> Model:
+        model = build()
+        model.predict_in_thread = settings.predict_in_thread
+        return model
+
+    return factory
+
+
+def install_requirements(project: Path) -> None:
+    """pip-install the project's requirements.txt; like Cortex, a failure is logged and serving goes on.
+    pip's output goes to the log, not stdout (which carries the ready line)."""
+    requirements = project / "requirements.txt"
+    if not requirements.is_file():
+        return
+    logger.info("installing %s", requirements)
+    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        logger.error(
+            "pip install -r %s failed (exit code %d):\n%s", requirements, done.returncode, done.stderr
+        )
+    else:
+        logger.info("installed %s", requirements)
+
+
+class CortexDialect:
+    name = "cortex"
+
+    def __init__(self) -> None:
+        #: Parsed once per target, for the models and again for the routes.
+        self._apis: dict[str, list[ApiConfig]] = {}
+
+    def apis(self, target: str) -> list[ApiConfig]:
+        if target not in self._apis:
+            path = config_path(target)
+            if not path.is_file():
+                raise TargetError(f"no cortex.yaml at {target}")
+            self._apis[target] = load_config(path)
+        return self._apis[target]
+
+    def detect(self, target: str) -> bool:
+        return is_cortex_config(config_path(target))
+
+    def models(self, settings: Settings) -> list[ServedModel]:
+        apis = self.apis(settings.target)
+        if settings.install_requirements:
+            install_requirements(apis[0].project_dir)
+        return [ServedModel(api.name, factory_for(api, settings), settings.model_version) for api in apis]
+
+    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+        return rest.routes(dataplane, self.apis(settings.target))
+
+    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+        return []
+
+
+dialect = CortexDialect()

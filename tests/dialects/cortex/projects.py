@@ -1,0 +1,227 @@
+"""Cortex projects for the tests, written as data: models built here, never downloaded."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import dill
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+from skl2onnx import convert_sklearn
+from skl2onnx.common.data_types import FloatTensorType
+from sklearn.datasets import load_iris
+from sklearn.linear_model import LogisticRegression
+
+SETOSA = {"sepal_length": 5.2, "sepal_width": 3.6, "petal_length": 1.4, "petal_width": 0.3}
+VIRGINICA = {"sepal_length": 6.7, "sepal_width": 3.0, "petal_length": 5.2, "petal_width": 2.3}
+LABELS = "iris-setosa\niris-versicolor\niris-virginica\n"
+
+
+def iris_onnx(path: Path) -> None:
+    """LogisticRegression on sklearn's bundled iris; outputs: label and ZipMap probabilities."""
+    data = load_iris()
+    model = LogisticRegression(max_iter=1000).fit(data.data.astype(np.float32), data.target)
+    converted = convert_sklearn(model, initial_types=[("float_input", FloatTensorType([None, 4]))])
+    path.write_bytes(converted.SerializeToString())
+
+
+def adder_onnx(path: Path) -> None:
+    """sum = a + b over float tensors [None, 2]: the two-input model."""
+    inputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [None, 2]) for name in ("a", "b")]
+    output = helper.make_tensor_value_info("sum", TensorProto.FLOAT, [None, 2])
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["sum"])], "adder", inputs, [output])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.write_bytes(model.SerializeToString())
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(text).lstrip())
+    return folder
+
+
+#: 0.8/0.9 layout: a deployment with three APIs; 2-argument handlers importing a sibling module.
+V08 = {
+    "cortex.yaml": """
+        - kind: deployment
+          name: iris
+        - kind: api
+          name: classifier
+          model: models/iris.onnx
+          request_handler: handlers/classifier.py
+          tracker:
+            model_type: classification
+        - kind: api
+          name: raw
+          model: models/iris.onnx
+          model_format: onnx
+          compute: {min_replicas: 1, cpu: 200m}
+        - kind: api
+          name: adder
+          model: models/adder.onnx
+          tracker: {key: total, model_type: regression}
+          request_handler: handlers/adder.py
+    """,
+    "features.py": """
+        ORDER = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+    """,
+    "handlers/classifier.py": """
+        import numpy as np
+        from cortex.lib.log import get_logger
+
+        from features import ORDER
+
+        logger = get_logger()
+        LABELS = ["iris-setosa", "iris-versicolor", "iris-virginica"]
+
+
+        def pre_inference(sample, metadata):
+            if sample.get("boom"):
+                raise ValueError("kaboom")
+            if "as_text" in sample:
+                return {metadata[0].name: np.array(sample["as_text"])}
+            if "raw" in sample:
+                return sample["raw"]
+            logger.info("classifying %s", sample)
+            return {metadata[0].name: [sample[key] for key in ORDER]}
+
+
+        def post_inference(prediction, metadata):
+            return LABELS[int(prediction[0][0])]
+    """,
+    "handlers/adder.py": """
+        def post_inference(prediction, metadata):
+            names = [m.name for m in metadata]
+            return {"total": float(prediction[0].sum()), "sum": prediction[0], "outputs": names}
+    """,
+}
+
+#: 0.10 layout: one API at a custom endpoint, 3-argument handlers reading a project file.
+V10 = {
+    "cortex.yaml": """
+        - kind: api
+          name: iris
+          endpoint: /iris/classifier
+          onnx:
+            model: models/iris.onnx
+            request_handler: handler.py
+            python_path: src/
+            metadata:
+              label_key: label
+          tracker: {key: label, model_type: classification}
+    """,
+    "labels.txt": LABELS,
+    "src/shapes.py": """
+        def row(sample):
+            keys = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+            return [sample[key] for key in keys]
+    """,
+    "handler.py": """
+        from cortex.lib.log import cx_logger
+
+        from shapes import row
+
+        with open("labels.txt") as f:
+            LABELS = f.read().split()
+
+
+        def pre_inference(sample, signature, metadata):
+            return {signature[0].name: row(sample)}
+
+
+        def post_inference(prediction, signature, metadata):
+            cx_logger().info("outputs %s", [s.name for s in signature])
+            return {metadata["label_key"]: LABELS[int(prediction[0][0])], "probabilities": prediction[1][0]}
+    """,
+    "requirements.txt": "this-package-does-not-exist-inferd==0.0.0\n",
+}
+
+#: 0.10 layout: a dill-pickled handler and a predictor; its requirements are already installed.
+MISC = {
+    "requirements.txt": "numpy\n",
+    "cortex.yaml": """
+        - kind: api
+          name: pickled
+          onnx:
+            model: adder.onnx
+            request_handler: handler.pickle
+        - kind: api
+          name: echo
+          predictor:
+            path: predictor.py
+            model: adder.onnx
+            metadata: {greeting: hello}
+    """,
+    "predictor.py": """
+        import os
+
+        STATE = {}
+
+
+        def init(model_path, metadata):
+            STATE["model"] = os.path.basename(model_path)
+
+
+        def predict(sample, metadata):
+            if sample == "fail":
+                raise RuntimeError("no echo")
+            return {"greeting": metadata["greeting"], "sample": sample, "model": STATE["model"]}
+    """,
+}
+
+PICKLED_HANDLERS = """
+def pre_inference(sample, signature, metadata):
+    return {arg.name: [sample["x"], sample["y"]] for arg in signature}
+
+def post_inference(prediction, signature, metadata):
+    return {"doubled": prediction[0].tolist()}
+"""
+
+
+def pickled_handlers(path: Path) -> None:
+    """Functions defined in a ``__main__`` namespace, so dill pickles them by value (as the client did)."""
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    exec(PICKLED_HANDLERS, namespace)
+    functions = {name: namespace[name] for name in ("pre_inference", "post_inference")}
+    path.write_bytes(dill.dumps(functions, recurse=True))
+
+
+BAD_SIGNATURE = {
+    "cortex.yaml": """
+        - kind: api
+          name: bad
+          onnx:
+            model: adder.onnx
+            request_handler: handler.py
+    """,
+    "handler.py": """
+        def pre_inference(sample, extra):
+            return sample
+    """,
+}
+
+S3 = {
+    "cortex.yaml": """
+        - kind: deployment
+          name: d
+        - kind: api
+          name: remote
+          model: s3://bucket/iris.onnx
+    """,
+}
+
+TENSORFLOW = {
+    "cortex.yaml": """
+        - kind: api
+          name: tf
+          tensorflow:
+            model: export/
+    """,
+    "export/1/saved_model.pb": "",
+}

@@ -1,0 +1,205 @@
+"""The Cortex REST protocol against real servers: responses, errors, routes, V2 and metrics."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from tests.dialects.cortex.projects import SETOSA, VIRGINICA
+from tests.servers import RunningServer
+
+CORS = {"access-control-allow-origin": "*", "access-control-allow-headers": "*"}
+
+
+def assert_cors(response: httpx.Response) -> None:
+    for key, value in CORS.items():
+        assert response.headers[key] == value
+
+
+def test_worked_example(v08: httpx.Client) -> None:
+    response = v08.post("/iris/classifier", json=SETOSA)
+    assert response.status_code == 200, response.text
+    assert response.content == b'"iris-setosa"\n'
+    assert response.headers["content-type"] == "application/json"
+    assert_cors(response)
+    assert v08.post("/iris/classifier", json=VIRGINICA).json() == "iris-virginica"
+
+
+def test_v10_handler_reads_project_file_and_metadata(v10: httpx.Client) -> None:
+    response = v10.post("/iris/classifier", json=SETOSA)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["label"] == "iris-setosa"
+    assert set(body["probabilities"]) == {"0", "1", "2"}
+    assert body["probabilities"]["0"] > 0.5
+
+
+def test_sorted_compact_json_with_numpy(v08: httpx.Client) -> None:
+    response = v08.post("/iris/adder", json={"a": [1, 2], "b": [3, 4.5]})
+    assert response.status_code == 200, response.text
+    assert response.content == b'{"outputs":["sum"],"sum":[[4.0,6.5]],"total":10.5}\n'
+
+
+def test_zipmap_output_without_handler(v08: httpx.Client) -> None:
+    response = v08.post("/iris/raw", json={"float_input": [5.2, 3.6, 1.4, 0.3]})
+    assert response.status_code == 200, response.text
+    label, probabilities = response.json()
+    assert label == [0]
+    assert sorted(probabilities[0]) == ["0", "1", "2"]
+
+
+def test_bare_list_for_single_input(v08: httpx.Client) -> None:
+    response = v08.post("/iris/raw", json=[[6.7, 3.0, 5.2, 2.3]])
+    assert response.status_code == 200, response.text
+    assert response.json()[0] == [2]
+
+
+@pytest.mark.parametrize(
+    ("path", "sample", "message"),
+    [
+        ("/iris/raw", {"other": 1}, 'prediction failed: error: missing key "float_input"'),
+        ("/iris/raw", {"float_input": None}, 'prediction failed: error: missing key "float_input"'),
+        (
+            "/iris/raw",
+            {"float_input": [1, 2, 3, 4, 5, 6, 7, 8]},
+            'prediction failed: error: key "float_input": failed to convert to numpy array: '
+            "cannot reshape array of size 8 into shape (1,4)",
+        ),
+        (
+            "/iris/classifier",
+            {"as_text": ["a", "b", "c", "d"]},
+            "prediction failed: error: key \"float_input\": expected dtype 'float32' but found '<U1'",
+        ),
+        (
+            "/iris/classifier",
+            {"boom": True},
+            "prediction failed: error: handlers/classifier.py: pre_inference request handler: kaboom: "
+            "runtime exception",
+        ),
+        (
+            "/iris/adder",
+            [1, 2],
+            'prediction failed: error: expected sample to be a dictionary with keys "a", "b"',
+        ),
+        ("/iris/adder", {"a": [1, 2]}, 'prediction failed: error: missing key "b"'),
+    ],
+)
+def test_prediction_failures_are_406(v08: httpx.Client, path: str, sample: object, message: str) -> None:
+    response = v08.post(path, json=sample)
+    assert response.status_code == 406
+    assert response.text == message
+    assert response.headers["content-type"].startswith("text/html")
+    assert_cors(response)
+    assert v08.post("/iris/classifier", json=SETOSA).json() == "iris-setosa"
+
+
+def test_malformed_json_is_400(v08: httpx.Client) -> None:
+    for body in (b"{not json", b""):
+        response = v08.post("/iris/raw", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400
+        assert response.text == "malformed json"
+        assert_cors(response)
+
+
+def test_non_json_content_type_means_no_sample(misc: httpx.Client) -> None:
+    response = misc.post("/echo", content=b"{not json", headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    assert response.json()["sample"] is None
+
+
+def test_healthz(v08: httpx.Client) -> None:
+    response = v08.get("/healthz")
+    assert response.status_code == 200
+    assert response.content == b'{"ok":true}\n'
+
+
+def test_signature(v08: httpx.Client, v10: httpx.Client) -> None:
+    expected = {"signature": {"float_input": {"shape": [None, 4], "type": "float32"}}}
+    assert v08.get("/iris/classifier/signature").json() == expected
+    assert v10.get("/iris/classifier/signature").json() == expected
+    assert v10.get("/predict/signature").json() == expected
+    adder = v08.get("/iris/adder/signature").json()["signature"]
+    assert adder == {name: {"shape": [None, 2], "type": "float32"} for name in ("a", "b")}
+
+
+def test_predict_alias_only_for_one_api(v08: httpx.Client, v10: httpx.Client) -> None:
+    assert v10.post("/predict", json=SETOSA).json()["label"] == "iris-setosa"
+    assert v08.post("/predict", json=SETOSA).status_code == 404
+
+
+def test_preflight_has_cors(v10: httpx.Client) -> None:
+    response = v10.options("/iris/classifier")
+    assert response.status_code == 200
+    assert_cors(response)
+
+
+def test_v2_serves_the_raw_model(v08: httpx.Client) -> None:
+    metadata = v08.get("/v2/models/classifier").json()
+    assert metadata["inputs"] == [{"name": "float_input", "datatype": "FP32", "shape": [-1, 4]}]
+    assert [output["name"] for output in metadata["outputs"]] == ["output_label"]
+    request = {
+        "inputs": [{"name": "float_input", "shape": [1, 4], "datatype": "FP32", "data": [6.7, 3, 5.2, 2.3]}]
+    }
+    response = v08.post("/v2/models/classifier/infer", json=request)
+    assert response.status_code == 200, response.text
+    assert response.json()["outputs"][0]["data"] == [2]
+    two = {
+        "inputs": [{"name": name, "shape": [1, 2], "datatype": "FP32", "data": [1, 2]} for name in ("a", "b")]
+    }
+    assert v08.post("/v2/models/adder/infer", json=two).json()["outputs"][0]["data"] == [2, 4]
+
+
+def test_tracker_metrics(v08: httpx.Client) -> None:
+    v08.post("/iris/classifier", json=VIRGINICA)
+    v08.post("/iris/adder", json={"a": [1, 2], "b": [3, 4]})
+    text = v08.get("/metrics").text
+    assert 'cortex_tracker_predictions_total{api="classifier",class="iris-virginica"}' in text
+    assert 'cortex_tracker_prediction_value_count{api="adder"}' in text
+    assert 'inferd_requests_total{model="classifier",outcome="ok",protocol="cortex"}' in text
+
+
+def test_debug_logs_each_stage(v08: httpx.Client, v08_server: RunningServer) -> None:
+    response = v08.post("/iris/classifier?debug=TRUE", json=VIRGINICA)
+    assert response.json() == "iris-virginica"
+    deadline = time.monotonic() + 5
+    while "post_inference: 'iris-virginica'" not in v08_server.log and time.monotonic() < deadline:
+        time.sleep(0.05)
+    log = v08_server.log
+    for stage in ("sample: {", "pre_inference: {'float_input'", "prediction: [array(", "post_inference: "):
+        assert stage in log
+
+
+def test_handler_logger_shim(v08_server: RunningServer, v08: httpx.Client) -> None:
+    v08.post("/iris/classifier", json=SETOSA)
+    assert "classifying" in v08_server.log
+    assert "using pre_inference request handler provided in handlers/classifier.py" in v08_server.log
+
+
+def test_dill_pickled_handler(misc: httpx.Client) -> None:
+    response = misc.post("/pickled", json={"x": 1.5, "y": 2})
+    assert response.status_code == 200, response.text
+    assert response.json() == {"doubled": [[3.0, 4.0]]}
+
+
+def test_predictor(misc: httpx.Client) -> None:
+    response = misc.post("/echo", json={"q": 1})
+    assert response.json() == {"greeting": "hello", "model": "adder.onnx", "sample": {"q": 1}}
+    failed = misc.post("/echo", json="fail")
+    assert failed.status_code == 406
+    assert failed.text == "prediction failed: error: predictor.py: predict: no echo: runtime exception"
+    assert misc.post("/predict", json=1).status_code == 404
+
+
+def test_requirements_installed_only_when_asked(
+    misc_server: RunningServer, v10_server: RunningServer
+) -> None:
+    assert "installed " in misc_server.log and "requirements.txt" in misc_server.log
+    assert "requirements.txt" not in v10_server.log
+
+
+def test_v10_tracker_key(v10: httpx.Client) -> None:
+    v10.post("/iris/classifier", json=VIRGINICA)
+    text = v10.get("/metrics").text
+    assert 'cortex_tracker_predictions_total{api="iris",class="iris-virginica"}' in text

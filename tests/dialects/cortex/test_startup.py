@@ -1,0 +1,60 @@
+"""Start-up: detection, and projects that must stop ``inferd serve`` with exit code 2 and a clear message."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from inferd.dialects import detect
+from tests.dialects.cortex import projects
+from tests.dialects.cortex.conftest import make_project
+from tests.dialects.cortex.projects import SETOSA
+from tests.servers import inferd_command, serve
+
+
+def serve_fails(target: Path) -> str:
+    command = inferd_command("serve", str(target), "--port", "0", "--grpc-port", "0")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    return " ".join(done.stderr.split())
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (
+            projects.BAD_SIGNATURE,
+            "error: api bad: request_handler handler.py: function pre_inference: expected function arguments "
+            "arguments (sample, metadata) but found (sample, extra)",
+        ),
+        (projects.S3, "error: api remote: model s3://bucket/iris.onnx: S3 paths are not supported"),
+        (projects.TENSORFLOW, "error: api tf: TensorFlow SavedModel support needs the 'tensorflow' extra"),
+    ],
+    ids=["signature", "s3", "tensorflow"],
+)
+def test_bad_projects_exit_2(
+    files: dict[str, str], message: str, projects_root: Path, models_dir: Path, request: pytest.FixtureRequest
+) -> None:
+    folder = make_project(
+        projects_root, request.node.callspec.id, files, {"adder.onnx": models_dir / "adder.onnx"}
+    )
+    assert message in serve_fails(folder / "cortex.yaml")
+
+
+def test_detects_cortex_yaml_and_its_directory(v08_project: Path) -> None:
+    assert detect(str(v08_project / "cortex.yaml")).name == "cortex"
+    assert detect(str(v08_project)).name == "cortex"
+
+
+def test_workers_share_tracker_metrics(v10_project: Path) -> None:
+    """Two worker processes, a target relative to the cwd (each worker changes into the project dir)."""
+    target = f"{v10_project.name}/cortex.yaml"
+    with serve(target, "--workers", "2", "--no-grpc", cwd=v10_project.parent) as server:
+        with httpx.Client(base_url=server.http_url, timeout=30) as http:
+            for _ in range(6):
+                assert http.post("/iris/classifier", json=SETOSA).json()["label"] == "iris-setosa"
+            text = http.get("/metrics").text
+    assert 'cortex_tracker_predictions_total{api="iris",class="iris-setosa"} 6.0' in text
