@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from inferd import __version__
-from inferd.core.errors import InferdError, ModelLoadError, TargetError
+from inferd.core.errors import InferdError, ListenError, ModelLoadError, TargetError
 from inferd.core.importer import split_target
 from inferd.core.settings import Settings
 from inferd.engines import local
@@ -115,12 +115,15 @@ def serve(
     )
     configure_logging(settings.log_level)
     runtime = _runtime_or_exit(settings)
-    if settings.workers > 1:
-        raise typer.Exit(Supervisor(settings, local.print_ready).run())
     try:
-        local.run(local.serve(settings, local.print_ready, runtime=runtime))
-    except ModelLoadError as exc:
+        if settings.workers > 1:
+            code = Supervisor(settings, local.print_ready).run()
+        else:
+            local.run(local.serve(settings, local.print_ready, runtime=runtime))
+            code = 0
+    except (ModelLoadError, ListenError) as exc:
         _fail(exc.message, code=1)
+    raise typer.Exit(code)
 
 
 def _runtime_or_exit(settings: Settings) -> Runtime:

@@ -86,3 +86,18 @@ def test_a_model_that_fails_to_load_stops_serve_with_code_1(workers: str) -> Non
     assert result.returncode == 1
     assert "weights.bin" in result.stderr
     assert "inferd ready" not in result.stdout
+
+
+@pytest.mark.parametrize("option", ["--port", "--grpc-port"])
+def test_a_port_in_use_exits_1_naming_it(option: str) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        other = "--grpc-port" if option == "--port" else "--port"
+        result = inferd("serve", IRIS, option, port, other, "0")
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -46,5 +46,9 @@ class InferenceFailed(InferdError):
         super().__init__(f"model '{model}' failed to run the request; see the server log")
 
 
+class ListenError(InferdError):
+    """A server port could not be bound (in use, or not allowed)."""
+
+
 class TargetError(InferdError):
     """A serve target could not be resolved to models (unknown file, module or dialect)."""

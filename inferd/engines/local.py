@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import uvicorn
 
 from inferd.core.settings import Settings
-from inferd.engines.sockets import bind_http, port_of
+from inferd.engines.sockets import bind_http, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app
 from inferd.server.grpc import create_grpc_server
 
@@ -90,7 +90,8 @@ async def serve(
     grpc_server, grpc_port = None, None
     if settings.grpc_enabled:
         grpc_server = create_grpc_server(runtime)
-        grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
+        with listen_errors(settings.host, settings.grpc_port):
+            grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
         await grpc_server.start()
     stop = _stop_event(http, stop_signals)
     http_task = asyncio.create_task(http.serve(sockets=[sock]))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from inferd.core.errors import ListenError
 
 
 def bind_http(host: str, port: int) -> socket.socket:
@@ -10,8 +14,9 @@ def bind_http(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
+    with listen_errors(host, port, sock):
+        sock.bind((host, port))
+        sock.listen(2048)
     sock.set_inheritable(True)
     return sock
 
@@ -22,10 +27,25 @@ def reserve_port(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
+    with listen_errors(host, port, sock):
+        sock.bind((host, port))
     return sock
 
 
 def port_of(sock: socket.socket) -> int:
     port: int = sock.getsockname()[1]
     return port
+
+
+@contextmanager
+def listen_errors(host: str, port: int, sock: socket.socket | None = None) -> Iterator[None]:
+    """Binding failures as a ListenError naming the address (and the socket closed)."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:  # grpc reports a failed bind as RuntimeError
+        if sock is not None:
+            sock.close()
+        reason = (
+            exc.strerror if isinstance(exc, OSError) and exc.strerror else "address in use or not allowed"
+        )
+        raise ListenError(f"cannot listen on {host}:{port}: {reason}") from None
