@@ -27,7 +27,7 @@ def split_target(target: str) -> tuple[str, str | None]:
 def import_module(module: str) -> ModuleType:
     """Import a dotted module name or a ``.py`` file path."""
     if module.endswith(".py") or "/" in module:
-        return _import_file(Path(module))
+        return import_file_as(Path(module), Path(module).stem)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -77,7 +77,3 @@ def import_file_as(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def _import_file(path: Path) -> ModuleType:
-    return import_file_as(path, path.stem)

@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from inferd.core.model import Model
@@ -80,8 +81,7 @@ class OnnxApi(CortexModel):
         logger.info("api %s is ready at %s", self.api.name, self.api.endpoint)
 
     def metadata(self) -> ModelMetadata:
-        versions = (self.version,) if self.version else ()
-        return ModelMetadata(self.name, versions, self.platform, self.specs_in, self.specs_out)
+        return replace(super().metadata(), inputs=self.specs_in, outputs=self.specs_out)
 
     def predict(self, inputs: Tensors) -> Tensors:
         return dict(zip(self._v2_outputs, self.session.run(self._v2_outputs, inputs), strict=True))
