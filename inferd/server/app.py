@@ -46,8 +46,9 @@ def create_app(runtime: Runtime) -> Starlette:
     settings, dataplane = runtime.settings, runtime.dataplane
     routes = [
         *v2_rest.routes(dataplane),
-        *runtime.dialect.routes(dataplane, settings),
         *metrics.routes(),
+        # Last: a dialect may end with a fallback answering unknown paths its own way.
+        *runtime.dialect.routes(dataplane, settings),
     ]
     middleware = [
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log)

@@ -1,7 +1,8 @@
 """Cortex APIs as inferd `Model`s.
 
-Over V2 an ONNX API is its raw model (inputs and outputs of the session, handlers bypassed); the Cortex
-route calls `respond`, which runs pre_inference → conversion → session → post_inference. `respond` is
+Over V2 an ONNX or TensorFlow API is its raw model (inputs and outputs of the session or signature,
+handlers bypassed); the Cortex route calls `respond`, which runs pre_inference → conversion → model →
+post_inference. `respond` is
 synchronous and runs on the event loop, so one API's handlers are never called concurrently (Cortex
 promised handler globals are safe) and a sub-millisecond model pays no thread hop. With
 ``predict_in_thread`` it runs in a thread instead, one call at a time per API (`lock`).
@@ -22,7 +23,7 @@ from typing import Any, ClassVar
 
 from inferd.core.model import Model
 from inferd.core.types import ModelMetadata, Tensors, TensorSpec
-from inferd.dialects.cortex import onnx
+from inferd.dialects.cortex import onnx, tensorflow
 from inferd.dialects.cortex.config import ApiConfig
 from inferd.dialects.cortex.errors import CortexError
 from inferd.dialects.cortex.handlers import Handlers, Hook
@@ -55,36 +56,27 @@ class CortexModel(Model):
         return None
 
 
-class OnnxApi(CortexModel):
-    platform: ClassVar[str] = "onnxruntime_onnx"
+class HandlerApi(CortexModel):
+    """An API with request handlers around a model: pre_inference → conversion → model → post_inference.
+    Subclasses say how the model loads, converts, runs and describes itself."""
 
     def __init__(self, api: ApiConfig, handlers: Handlers) -> None:
         super().__init__(api)
         self.handlers = handlers
-        self.session: Any = None
-        self.signature_in: list[Any] = []
-        self.signature_out: list[Any] = []
         self.specs_in: tuple[TensorSpec, ...] = ()
         self.specs_out: tuple[TensorSpec, ...] = ()
 
     def load(self) -> None:
         os.chdir(self.api.project_dir)
-        assert self.api.model is not None
-        self.session = onnx.open_session(self.api.model)
-        self.signature_in, self.signature_out = self.session.get_inputs(), self.session.get_outputs()
-        self.specs_in, self.specs_out = (
-            onnx.tensor_specs(self.signature_in),
-            onnx.tensor_specs(self.signature_out),
-        )
-        self._v2_outputs = [spec.name for spec in self.specs_out]
+        self.load_model()
         _log_handlers(self.handlers)
         logger.info("api %s is ready at %s", self.api.name, self.api.endpoint)
 
+    def load_model(self) -> None:
+        raise NotImplementedError
+
     def metadata(self) -> ModelMetadata:
         return replace(super().metadata(), inputs=self.specs_in, outputs=self.specs_out)
-
-    def predict(self, inputs: Tensors) -> Tensors:
-        return dict(zip(self._v2_outputs, self.session.run(self._v2_outputs, inputs), strict=True))
 
     def respond(self, sample: Any, debug: bool) -> Any:
         metadata, handlers = self.api.metadata, self.handlers
@@ -92,21 +84,87 @@ class OnnxApi(CortexModel):
         prepared = sample
         if handlers.pre_inference is not None:
             prepared = _call(
-                handlers, "pre_inference", handlers.pre_inference, sample, self.signature_in, metadata
+                handlers, "pre_inference", handlers.pre_inference, sample, self.signature_in(), metadata
             )
             _debug(debug, "pre_inference", prepared)
-        prediction = self.session.run(None, onnx.to_inputs(prepared, self.signature_in))
+        prediction = self.run_model(prepared)
         _debug(debug, "prediction", prediction)
         if handlers.post_inference is None:
             return prediction
         result = _call(
-            handlers, "post_inference", handlers.post_inference, prediction, self.signature_out, metadata
+            handlers, "post_inference", handlers.post_inference, prediction, self.signature_out(), metadata
         )
         _debug(debug, "post_inference", result)
         return result
 
+    def run_model(self, prepared: Any) -> Any:
+        """The model's answer to a prepared sample, as post_inference receives it."""
+        raise NotImplementedError
+
+    def signature_in(self) -> Any:
+        """The signature argument of pre_inference."""
+        raise NotImplementedError
+
+    def signature_out(self) -> Any:
+        """The signature argument of post_inference."""
+        raise NotImplementedError
+
+
+class OnnxApi(HandlerApi):
+    platform: ClassVar[str] = "onnxruntime_onnx"
+
+    def load_model(self) -> None:
+        assert self.api.model is not None
+        self.session = onnx.open_session(self.api.model)
+        self.node_args_in, self.node_args_out = self.session.get_inputs(), self.session.get_outputs()
+        self.specs_in = onnx.tensor_specs(self.node_args_in)
+        self.specs_out = onnx.tensor_specs(self.node_args_out)
+        self._v2_outputs = [spec.name for spec in self.specs_out]
+
+    def predict(self, inputs: Tensors) -> Tensors:
+        return dict(zip(self._v2_outputs, self.session.run(self._v2_outputs, inputs), strict=True))
+
+    def run_model(self, prepared: Any) -> Any:
+        return self.session.run(None, onnx.to_inputs(prepared, self.node_args_in))
+
+    def signature_in(self) -> Any:
+        return self.node_args_in
+
+    def signature_out(self) -> Any:
+        return self.node_args_out
+
     def signature(self) -> dict[str, Any]:
-        return {"signature": onnx.signature_body(self.signature_in)}
+        return {"signature": onnx.signature_body(self.node_args_in)}
+
+
+class TensorFlowApi(HandlerApi):
+    """A SavedModel's chosen signature; handlers get the whole signature map, as behind TF Serving."""
+
+    platform: ClassVar[str] = "tensorflow_savedmodel"
+
+    def load_model(self) -> None:
+        assert self.api.model is not None
+        self.model = tensorflow.SavedModel(self.api.model, self.api.signature_key)
+        self.specs_in = tensorflow.tensor_specs(self.model.inputs)
+        self.specs_out = tensorflow.tensor_specs(self.model.outputs)
+
+    def unload(self) -> None:
+        self.model.close()
+
+    def predict(self, inputs: Tensors) -> Tensors:
+        return self.model.run(inputs)
+
+    def run_model(self, prepared: Any) -> Any:
+        return self.model.flatten(self.model.run(self.model.to_inputs(prepared)))
+
+    def signature_in(self) -> Any:
+        return self.model.signature_map
+
+    def signature_out(self) -> Any:
+        return self.model.signature_map
+
+    def signature(self) -> dict[str, Any]:
+        return {"signature": self.model.signature_body()}
 
 
 class PredictorApi(CortexModel):

@@ -118,6 +118,9 @@ def _api(item: dict[str, Any], project: Path, deployment: str | None) -> ApiConf
         fields = _block_fields(name, item[blocks[0]], blocks[0], project)
     else:
         fields = _flat_fields(name, item, project)
+    if fields["signature_key"] is not None and fields["format"] != "tensorflow":
+        key = "signature_key" if blocks else "tf_signature_key"
+        raise _error(name, f"{key}: key is only valid for tensorflow models")
     endpoint = item.get("endpoint") or (f"/{deployment}/{name}" if deployment else f"/{name}")
     if not isinstance(endpoint, str) or not endpoint.startswith("/"):
         raise _error(name, f"endpoint: must start with '/', found {endpoint!r}")
@@ -129,11 +132,14 @@ def _api(item: dict[str, Any], project: Path, deployment: str | None) -> ApiConf
 def _flat_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, Any]:
     """The 0.8/0.9 layout: model, model_format, request_handler, tf_signature_key at the top level."""
     model = _required(name, item, "model")
+    format = _format(name, model, item.get("model_format"))
+    # The 0.9 Python client wrote ``tf_serving_key``; taken as an alias where it can mean something.
+    alias = item.get("tf_serving_key") if format == "tensorflow" else None
     return {
-        "format": _format(name, model, item.get("model_format")),
+        "format": format,
         "model": _local_path(name, "model", model, project),
         **_handler(name, item.get("request_handler"), project),
-        "signature_key": item.get("tf_signature_key") or item.get("tf_serving_key"),
+        "signature_key": item.get("tf_signature_key") or alias,
     }
 
 

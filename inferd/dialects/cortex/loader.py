@@ -1,8 +1,8 @@
 """The Cortex dialect: a ``cortex.yaml`` (or a directory holding one) → one served model per API.
 
 Everything that can be wrong with a project fails here, at startup, as a TargetError (exit code 2):
-the config, ``s3://`` paths, missing model files, handler parameter names, a missing onnxruntime, and
-TensorFlow APIs (not implemented yet).
+the config, ``s3://`` paths, missing model files or SavedModels, handler parameter names, and a missing
+onnxruntime or TensorFlow. A SavedModel's signature key is checked when it loads (exit code 1).
 """
 
 from __future__ import annotations
@@ -22,28 +22,30 @@ from inferd.core.model import Model
 from inferd.core.registry import ModelFactory
 from inferd.core.settings import Settings
 from inferd.dialects.base import ServedModel
-from inferd.dialects.cortex import onnx, rest
-from inferd.dialects.cortex.adapter import CortexModel, OnnxApi, PredictorApi
+from inferd.dialects.cortex import onnx, rest, tensorflow
+from inferd.dialects.cortex.adapter import CortexModel, OnnxApi, PredictorApi, TensorFlowApi
 from inferd.dialects.cortex.config import ApiConfig, config_path, is_cortex_config, load_config
 from inferd.dialects.cortex.handlers import load_handlers, load_predictor
 
 logger = logging.getLogger("inferd.cortex")
 
-TENSORFLOW_MISSING = (
-    "api {name}: TensorFlow SavedModel support needs the 'tensorflow' extra "
-    "(pip install 'inferd[tensorflow]') and is not implemented yet in inferd; serve an ONNX export instead"
-)
-
 
 def factory_for(api: ApiConfig, settings: Settings) -> ModelFactory:
     """Check the API now (startup errors) and return how each process builds its model."""
-    if api.format == "tensorflow":
-        raise TargetError(TENSORFLOW_MISSING.format(name=api.name))
     if api.model is not None and not api.model.exists():
         raise TargetError(f"api {api.name}: model {api.model}: no such file or directory")
     if api.format == "predictor":
         init, predict = load_predictor(api)
         return _configured(lambda: PredictorApi(api, init, predict), settings)
+    if api.format == "tensorflow":
+        tensorflow.require_tensorflow()
+        assert api.model is not None
+        try:
+            tensorflow.check_model_path(api.model)
+        except TargetError as exc:
+            raise TargetError(f"api {api.name}: {exc}") from None
+        handlers = load_handlers(api)
+        return _configured(lambda: TensorFlowApi(api, handlers), settings)
     onnx.require_onnxruntime()
     handlers = load_handlers(api)
     return _configured(lambda: OnnxApi(api, handlers), settings)

@@ -2,7 +2,8 @@
 API, and ``GET /healthz``.
 
 Responses are compact sorted-key JSON plus a newline; errors are the text bodies Cortex clients parse
-(400 ``malformed json``, 406 ``prediction failed: ...``). Every response carries Cortex 0.9.2's CORS headers.
+(400 ``malformed json``, 406 ``prediction failed: ...``, and the original's 500 ``{"error": ...}`` for
+unknown paths and wrong methods). Every response carries Cortex 0.9.2's CORS headers.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from inferd.core import metrics
 from inferd.core.dataplane import DataPlane
@@ -26,9 +29,17 @@ from inferd.dialects.cortex.tracker import track
 logger = logging.getLogger("inferd.cortex")
 
 CORS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "*"}
-_JSON_OPTIONS = (
-    orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+#: Without OPT_SERIALIZE_NUMPY: numpy values go through ``tolist``/``item`` as in Cortex, so a float32
+#: is written as the float64 it widens to (0.8999999761581421, not 0.9).
+_JSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+#: Flask's catch-all error handler in Cortex answered routing errors with 500 and werkzeug's text.
+NOT_FOUND = (
+    "404 Not Found: The requested URL was not found on the server. "
+    "If you entered the URL manually please check your spelling and try again."
 )
+METHOD_NOT_ALLOWED = "405 Method Not Allowed: The method is not allowed for the requested URL."
+#: Starlette routes a function to GET only unless told otherwise.
+ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -42,7 +53,7 @@ def dumps(value: Any) -> bytes:
 
 
 def _plain(value: Any) -> Any:
-    """What orjson cannot write natively: non-contiguous or text/object arrays, numpy scalars, sets."""
+    """What orjson does not write itself: numpy arrays and scalars, sets and tuples."""
     for method in ("tolist", "item"):
         if hasattr(value, method):
             return getattr(value, method)()
@@ -133,16 +144,45 @@ async def preflight(request: Request) -> Response:
     return Response(status_code=200, headers=CORS)
 
 
+async def method_not_allowed(request: Request) -> Response:
+    return json_response({"error": METHOD_NOT_ALLOWED}, 500)
+
+
+async def not_found(request: Request) -> Response:
+    """Any path no route took; V2 paths keep the V2 protocol's JSON 404."""
+    if request.url.path.startswith("/v2/") or request.url.path == "/v2":
+        raise HTTPException(404, "Not Found")
+    return json_response({"error": NOT_FOUND}, 500)
+
+
+class Fallback(Route):
+    """Matches every path, but only as a partial match: Starlette takes it when no route matched at
+    all, while a path that exists with other methods keeps its 405 and later routes keep working."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        return (Match.PARTIAL if match is Match.FULL else match), child
+
+
 def api_routes(dataplane: DataPlane, api: ApiConfig, path: str) -> list[BaseRoute]:
+    signature = f"{path.rstrip('/')}/signature"
     return [
         Route(path, predict_endpoint(dataplane, api), methods=["POST"]),
         Route(path, preflight, methods=["OPTIONS"]),
-        Route(f"{path.rstrip('/')}/signature", signature_endpoint(dataplane, api), methods=["GET"]),
+        Route(signature, signature_endpoint(dataplane, api), methods=["GET"]),
+        Route(path, method_not_allowed, methods=ANY_METHOD),
+        Route(signature, method_not_allowed, methods=ANY_METHOD),
     ]
 
 
 def routes(dataplane: DataPlane, apis: list[ApiConfig]) -> list[BaseRoute]:
+    """Every API's routes, ``/healthz``, and the fallback for unknown paths (the app lists these last,
+    so a path that exists elsewhere with other methods keeps its 405)."""
     found = [route for api in apis for route in api_routes(dataplane, api, api.endpoint)]
     if len(apis) == 1 and apis[0].endpoint != "/predict":
         found += api_routes(dataplane, apis[0], "/predict")
-    return [*found, Route("/healthz", healthz_endpoint(dataplane), methods=["GET"])]
+    return [
+        *found,
+        Route("/healthz", healthz_endpoint(dataplane), methods=["GET"]),
+        Fallback("/{path:path}", not_found, methods=ANY_METHOD),
+    ]

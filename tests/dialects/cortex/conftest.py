@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +13,7 @@ import httpx
 import pytest
 
 from tests.dialects.cortex import projects
-from tests.servers import RunningServer, serve
+from tests.servers import ROOT, RunningServer, serve
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +54,36 @@ def misc_project(projects_root: Path, models_dir: Path) -> Path:
     folder = make_project(projects_root, "misc", projects.MISC, {"adder.onnx": models_dir / "adder.onnx"})
     projects.pickled_handlers(folder / "handler.pickle")
     return folder
+
+
+@pytest.fixture(scope="session")
+def tf_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SavedModels built in a subprocess, so this process never imports TensorFlow."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("the tensorflow extra is not installed: pip install -e '.[tensorflow]'")
+    folder = tmp_path_factory.mktemp("cortex-tf-models")
+    command = [sys.executable, "-m", "tests.dialects.cortex.tf_models", str(folder)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tf_project(projects_root: Path, tf_models_dir: Path) -> Path:
+    folder = projects.write(projects_root / "tf", projects.TF)
+    shutil.copytree(tf_models_dir, folder / "models")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tf_server(tf_project: Path) -> Iterator[RunningServer]:
+    with serve(str(tf_project)) as server:
+        yield server
+
+
+@pytest.fixture
+def tf(tf_server: RunningServer) -> Iterator[httpx.Client]:
+    yield from _client(tf_server)
 
 
 def _client(server: RunningServer) -> Iterator[httpx.Client]:

@@ -216,12 +216,89 @@ S3 = {
     """,
 }
 
-TENSORFLOW = {
+#: TensorFlow SavedModels (built by tf_models.py): the 0.8 layout with a version dir, a zip and a
+#: two-input model, and the 0.10 layout with an explicit signature key.
+TF = {
+    "cortex.yaml": """
+        - kind: deployment
+          name: tf
+        - kind: api
+          name: iris
+          model: models/iris
+          request_handler: handlers/iris.py
+          tracker: {key: label, model_type: classification}
+        - kind: api
+          name: pair
+          model: models/pair
+        - kind: api
+          name: zipped
+          model: models/iris.zip
+          tf_signature_key: serving_default
+          request_handler: handlers/iris.py
+        - kind: api
+          name: described
+          endpoint: /described
+          tensorflow:
+            model: models/iris
+            signature_key: predict
+            request_handler: handlers/described.py
+            metadata: {note: from-config}
+    """,
+    "labels.txt": LABELS,
+    "handlers/iris.py": """
+        with open("labels.txt") as f:
+            LABELS = f.read().split()
+
+        ORDER = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+
+
+        def pre_inference(sample, metadata):
+            if "raw" in sample:
+                return sample["raw"]
+            name = next(iter(metadata["predict"]["inputs"]))
+            return {name: [[sample[key] for key in ORDER]]}
+
+
+        def post_inference(prediction, metadata):
+            return {"label": LABELS[int(prediction["class_ids"][0])], **prediction}
+    """,
+    "handlers/described.py": """
+        def post_inference(prediction, signature, metadata):
+            inputs = signature["predict"]["inputs"]
+            return {
+                "keys": sorted(signature),
+                "input": inputs["x"],
+                "method": signature["predict"]["methodName"],
+                "note": metadata["note"],
+            }
+    """,
+}
+
+TF_UNKNOWN_SIGNATURE = {
+    "cortex.yaml": """
+        - kind: api
+          name: tf
+          tensorflow:
+            model: models/iris
+            signature_key: classify
+    """,
+}
+
+TF_NO_SAVED_MODEL = {
     "cortex.yaml": """
         - kind: api
           name: tf
           tensorflow:
             model: export/
     """,
-    "export/1/saved_model.pb": "",
+    "export/1/notes.txt": "not a model",
+}
+
+ONNX_SIGNATURE_KEY = {
+    "cortex.yaml": """
+        - kind: api
+          name: adder
+          model: adder.onnx
+          tf_signature_key: predict
+    """,
 }

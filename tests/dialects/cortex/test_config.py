@@ -32,6 +32,7 @@ def test_v08_layout_with_deployment(tmp_path: Path) -> None:
         - kind: api
           name: b
           model: export/
+          tf_serving_key: serving_default
         """,
     )
     a, b = load_config(path)
@@ -41,8 +42,8 @@ def test_v08_layout_with_deployment(tmp_path: Path) -> None:
         tmp_path / "m.onnx",
         tmp_path / "h.py",
     )
-    assert a.metadata == {}
-    assert (b.endpoint, b.format) == ("/iris/b", "tensorflow")
+    assert (a.metadata, a.signature_key) == ({}, None)
+    assert (b.endpoint, b.format, b.signature_key) == ("/iris/b", "tensorflow", "serving_default")
 
 
 def test_v10_layout(tmp_path: Path) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 
 import httpx
+import numpy as np
 import pytest
 
+from inferd.dialects.cortex.rest import METHOD_NOT_ALLOWED, NOT_FOUND
 from tests.dialects.cortex.projects import SETOSA, VIRGINICA
 from tests.servers import RunningServer
 
@@ -126,7 +128,31 @@ def test_signature(v08: httpx.Client, v10: httpx.Client) -> None:
 
 def test_predict_alias_only_for_one_api(v08: httpx.Client, v10: httpx.Client) -> None:
     assert v10.post("/predict", json=SETOSA).json()["label"] == "iris-setosa"
-    assert v08.post("/predict", json=SETOSA).status_code == 404
+    assert v08.post("/predict", json=SETOSA).json() == {"error": NOT_FOUND}
+
+
+def test_routing_errors_as_the_original(v08: httpx.Client) -> None:
+    """Cortex's catch-all answered unknown paths and wrong methods with 500; V2 and /metrics keep theirs."""
+    for response, message in (
+        (v08.get("/iris/classifier"), METHOD_NOT_ALLOWED),
+        (v08.post("/iris/classifier/signature"), METHOD_NOT_ALLOWED),
+        (v08.delete("/no/such/api"), NOT_FOUND),
+    ):
+        assert response.status_code == 500
+        assert response.json() == {"error": message}
+        assert_cors(response)
+    assert v08.get("/v2/models/classifier/nothing").status_code == 404
+    assert v08.get("/v2/models/classifier/infer").status_code == 405
+    assert v08.post("/metrics").status_code == 405
+    assert v08.get("/metrics").status_code == 200
+
+
+def test_float32_written_as_its_float64_value(v08: httpx.Client) -> None:
+    """Cortex widened numpy float32 to Python floats before writing JSON."""
+    response = v08.post("/iris/adder", json={"a": [0.1, 0], "b": [0.2, 0]})
+    assert response.status_code == 200, response.text
+    assert response.json()["sum"] == [[float(np.float32(0.1) + np.float32(0.2)), 0.0]]
+    assert b"0.30000001192092896" in response.content
 
 
 def test_preflight_has_cors(v10: httpx.Client) -> None:
@@ -189,7 +215,7 @@ def test_predictor(misc: httpx.Client) -> None:
     failed = misc.post("/echo", json="fail")
     assert failed.status_code == 406
     assert failed.text == "prediction failed: error: predictor.py: predict: no echo: runtime exception"
-    assert misc.post("/predict", json=1).status_code == 404
+    assert misc.post("/predict", json=1).status_code == 500
 
 
 def test_requirements_installed_only_when_asked(

@@ -31,9 +31,12 @@ def serve_fails(target: Path) -> str:
             "arguments (sample, metadata) but found (sample, extra)",
         ),
         (projects.S3, "error: api remote: model s3://bucket/iris.onnx: S3 paths are not supported"),
-        (projects.TENSORFLOW, "error: api tf: TensorFlow SavedModel support needs the 'tensorflow' extra"),
+        (
+            projects.ONNX_SIGNATURE_KEY,
+            "error: api adder: tf_signature_key: key is only valid for tensorflow models",
+        ),
     ],
-    ids=["signature", "s3", "tensorflow"],
+    ids=["signature", "s3", "signature-key"],
 )
 def test_bad_projects_exit_2(
     files: dict[str, str], message: str, projects_root: Path, models_dir: Path, request: pytest.FixtureRequest
