@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -9,17 +12,20 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.progress import Progress
 
 from inferd import __version__
 from inferd.core.errors import InferdError, ListenError, ModelLoadError, TargetError
 from inferd.core.importer import split_target
 from inferd.core.settings import Settings
+from inferd.dialects.abeja import local as abeja
+from inferd.dialects.abeja.service import AbejaModel, Call
 from inferd.engines import local
 from inferd.engines.supervisor import Supervisor
 from inferd.protocols.status import error_message
 from inferd.protocols.v2.http_codec import decode_request, encode_response
 from inferd.server.app import Runtime, build_runtime
-from inferd.server.logging import configure_logging
+from inferd.server.logging import configure_logging, log_format
 
 app = typer.Typer(
     name="inferd",
@@ -32,6 +38,7 @@ errors = Console(stderr=True)
 
 USAGE_ERROR = 2
 DIALECT_HELP = "Handler convention: auto, native, seldon, deepaas, cortex or abeja."
+ABEJA_STYLE_HELP = "ABEJA handler style: auto, 18.10 (generator) or 19.04 (request handler)."
 
 
 def _fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
@@ -77,8 +84,12 @@ def main_options(
 @app.command()
 def serve(
     target: Annotated[
-        str, typer.Argument(help="path/model.py:Class, module:Class, a directory or config file.")
-    ],
+        str | None,
+        typer.Argument(
+            help="path/model.py:Class, module:Class, a directory or config file; "
+            "without it, the ABEJA handler named by HANDLER."
+        ),
+    ] = None,
     dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
     name: Annotated[str | None, typer.Option(help="Serve the model under this name.")] = None,
     host: Annotated[str | None, typer.Option(help="Interface to bind [default: 127.0.0.1].")] = None,
@@ -98,8 +109,13 @@ def serve(
         bool | None,
         typer.Option("--install-requirements", help="pip-install the project's requirements.txt first."),
     ] = None,
+    abeja_style: Annotated[str | None, typer.Option(help=ABEJA_STYLE_HELP)] = None,
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
+    if not target and os.environ.get("HANDLER"):
+        target, dialect = os.environ["HANDLER"], dialect or "abeja"
+    if not target and not os.environ.get("INFERD_TARGET"):
+        _fail("missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler)")
     settings = _settings(
         target=target,
         dialect=dialect,
@@ -112,9 +128,13 @@ def serve(
         access_log=access_log,
         log_level=log_level,
         install_requirements=install_requirements,
+        abeja_style=abeja_style,
     )
     configure_logging(settings.log_level)
     runtime = _runtime_or_exit(settings)
+    # Workers need not detect the dialect again, and the log format may depend on it.
+    settings = settings.model_copy(update={"dialect": runtime.dialect.name})
+    configure_logging(settings.log_level, log_format(settings))
     try:
         if settings.workers > 1:
             code = Supervisor(settings, local.print_ready).run()
@@ -131,6 +151,8 @@ def _runtime_or_exit(settings: Settings) -> Runtime:
         return build_runtime(settings)
     except TargetError as exc:
         _fail(exc.message)
+    except ModelLoadError as exc:
+        _fail(exc.message, code=1)
 
 
 @app.command()
@@ -164,6 +186,147 @@ def predict(
     except InferdError as exc:
         _fail(error_message(exc), code=1)
     sys.stdout.write(content.decode() + "\n")
+
+
+# --- ABEJA's local commands -----------------------------------------------------------------------
+
+HandlerOption = Annotated[str, typer.Option("--handler", "-h", help="The handler, module:function.")]
+EnvironmentOption = Annotated[
+    list[str] | None, typer.Option("--environment", "-e", help="User variable KEY:VALUE (repeatable).")
+]
+OrganizationOption = Annotated[
+    str | None, typer.Option("--organization", "-o", help="ABEJA_ORGANIZATION_ID for the handler.")
+]
+StyleOption = Annotated[str, typer.Option(help=ABEJA_STYLE_HELP)]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Do not show the handler's log.")]
+
+
+def _abeja_environment(handler: str, environment: list[str] | None, organization: str | None) -> None:
+    try:
+        abeja.apply_environment(handler, abeja.user_variables(environment or []), organization)
+    except abeja.LocalRunError as exc:
+        _fail(str(exc))
+
+
+def _load_handler(handler: str, style: str, logs: abeja.CapturedLogs) -> AbejaModel:
+    try:
+        return abeja.load(handler, style)
+    except Exception as exc:
+        logging.getLogger("inferd.abeja").exception("cannot load handler %s", handler)
+        _abeja_error(f"cannot load handler {handler}: {exc}", logs)
+
+
+def _abeja_error(message: str, logs: abeja.CapturedLogs) -> NoReturn:
+    print(f"[error] {message}", file=sys.stderr)
+    if not logs.echo:
+        print(logs.text(), file=sys.stderr)
+    raise typer.Exit(1)
+
+
+@app.command("run-local")
+def run_local(
+    handler: HandlerOption,
+    input: Annotated[
+        Path, typer.Option("--input", "-i", help="The request body: .json, an image or a video.")
+    ],
+    environment: EnvironmentOption = None,
+    organization: OrganizationOption = None,
+    quiet: QuietOption = False,
+    abeja_style: StyleOption = "auto",
+) -> None:
+    """Call an ABEJA handler once with FILE, like `abeja model run-local` without Docker."""
+    _abeja_environment(handler, environment, organization)
+    logs = abeja.CapturedLogs(echo=not quiet).install()
+    try:
+        call = abeja.run_local_call(input)
+    except abeja.LocalRunError as exc:
+        _abeja_error(str(exc), logs)
+    # The handler's prints belong to its log, not to the output (`> out.jpg` must stay an image).
+    with contextlib.redirect_stdout(logs.output()):
+        answer = _load_handler(handler, abeja_style, logs).answer(call)
+    problem = abeja.failure(answer)
+    if problem:
+        _abeja_error(f"{problem}\n{answer.body.decode('utf-8', 'replace')}", logs)
+    sys.stdout.buffer.write(abeja.printable(answer))
+    sys.stdout.flush()
+
+
+@app.command("run-local-server")
+def run_local_server(
+    handler: HandlerOption,
+    port: Annotated[int, typer.Option("--port", "-p", help="HTTP port, 0 for a free one.")] = 0,
+    environment: EnvironmentOption = None,
+    organization: OrganizationOption = None,
+    abeja_style: StyleOption = "auto",
+) -> None:
+    """Serve an ABEJA handler on localhost until Ctrl+C, like `abeja model run-local-server`."""
+    _abeja_environment(handler, environment, organization)
+    settings = _settings(
+        target=handler, dialect="abeja", port=port, grpc_enabled=False, abeja_style=abeja_style
+    )
+    configure_logging(settings.log_level, log_format(settings))
+    runtime = _runtime_or_exit(settings)
+
+    def on_ready(endpoints: local.Endpoints) -> None:
+        print(f"Endpoint : http://localhost:{endpoints.http_port}\nHandler  : {handler}", flush=True)
+
+    try:
+        local.run(local.serve(settings, on_ready, runtime=runtime))
+    except (ModelLoadError, ListenError) as exc:
+        _fail(exc.message, code=1)
+
+
+@app.command("run")
+def run_batch(
+    handler: HandlerOption,
+    output: Annotated[Path, typer.Option("--output", help="Folder the answers are written to.")],
+    input: Annotated[
+        list[Path] | None, typer.Option("--input", "-i", help="An input file or folder (repeatable).")
+    ] = None,
+    more: Annotated[list[Path] | None, typer.Argument(help="More input files or folders.")] = None,
+    environment: EnvironmentOption = None,
+    organization: OrganizationOption = None,
+    quiet: QuietOption = False,
+    abeja_style: StyleOption = "auto",
+) -> None:
+    """Run an ABEJA handler over input files (or the INPUT variable), one answer file per input."""
+    _abeja_environment(handler, environment, organization)
+    logs = abeja.CapturedLogs(echo=not quiet).install()
+    try:
+        calls = [
+            (path.stem, abeja.batch_call(path))
+            for path in abeja.batch_inputs([*(input or []), *(more or [])])
+        ]
+        from_environment = abeja.environment_call() if not calls else None
+    except abeja.LocalRunError as exc:
+        _abeja_error(str(exc), logs)
+    if from_environment is not None:
+        calls = [("input", from_environment)]
+    if not calls:
+        _fail("no inputs: pass --input FILE or FOLDER (or set INPUT to a JSON body)")
+    output.mkdir(parents=True, exist_ok=True)
+    with contextlib.redirect_stdout(logs.output()):
+        model = _load_handler(handler, abeja_style, logs)
+        failed = _run_all(model, calls, output)
+    written = len(calls) - failed
+    summary = f"{len(calls)} inputs: {written} written to {output}, {failed} failed"
+    errors.print(summary, highlight=False, soft_wrap=True)
+    raise typer.Exit(1 if failed else 0)
+
+
+def _run_all(model: AbejaModel, calls: list[tuple[str, Call]], output: Path) -> int:
+    failed = 0
+    with Progress(console=errors, transient=True) as progress:
+        task = progress.add_task("running", total=len(calls))
+        for stem, call in calls:
+            result = abeja.run_one(model, stem, call, output)
+            if result.error:
+                failed += 1
+                progress.console.print(
+                    f"[red]failed[/] {stem}: {result.error}", highlight=False, soft_wrap=True
+                )
+            progress.advance(task)
+    return failed
 
 
 def _read(path: Path) -> bytes:

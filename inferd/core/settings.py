@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     """Minimum level of the JSON log lines written to stderr."""
 
+    log_format: Literal["auto", "inferd", "abeja"] = "auto"
+    """Fields of the log lines: inferd's, or ABEJA's (``timestamp``, ``log_level``, platform ids);
+    ``auto`` picks ABEJA's for the ABEJA dialect."""
+
     max_body_size: int = Field(64 * 1024 * 1024, ge=1)
     """Largest accepted request body in bytes; larger bodies get 413."""
 
@@ -66,6 +70,14 @@ class Settings(BaseSettings):
 
     Sub-millisecond models are fastest on the loop; turn this on for slow models so health checks
     and other requests keep being answered while one runs."""
+
+    abeja_style: Literal["auto", "18.10", "19.04"] = "auto"
+    """Style of an ABEJA handler: ``18.10`` generators, ``19.04`` request handlers, or ``auto`` to tell
+    them apart by the first parameter's name and whether the function is a generator."""
+
+    max_image_pixels: int = Field(89_478_485, ge=1)
+    """Largest image (width x height) decoded for a handler; larger ones are refused with 400 before
+    their pixels are decoded, which stops decompression bombs. The default is Pillow's."""
 
     install_requirements: bool = False
     """Install the served project's ``requirements.txt`` with pip before loading it (Cortex projects).

@@ -13,6 +13,7 @@ from inferd.dialects.base import Dialect
 DIALECTS: dict[str, str] = {
     "native": "inferd.dialects.native:dialect",
     "cortex": "inferd.dialects.cortex:dialect",
+    "abeja": "inferd.dialects.abeja:dialect",
 }
 
 FILE_SUFFIXES = (".py", ".yaml", ".yml", ".json")
@@ -36,7 +37,8 @@ def detect(target: str) -> Dialect:
             return dialect
     raise TargetError(
         f"cannot tell what '{target}' is; expected path/to/model.py:Class (a subclass of inferd.Model), "
-        "a module:Class, a directory with a model.py, a cortex.yaml; or pass --dialect"
+        "a module:Class, a directory with a model.py, a cortex.yaml, an ABEJA module:handler; "
+        "or pass --dialect"
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from inferd.core.settings import Settings
 from inferd.engines.local import Endpoints, OnReady, run, serve
 from inferd.engines.sockets import bind_http, port_of, reserve_port
-from inferd.server.logging import configure_logging
+from inferd.server.logging import configure_logging, log_format
 
 logger = logging.getLogger("inferd.supervisor")
 _spawn = multiprocessing.get_context("spawn")
@@ -35,7 +35,7 @@ def _worker_main(fields: dict[str, Any], sock: socket.socket, ready: Queue[Any])
     """A child process: its own runtime, its own models, the shared sockets."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches the supervisor, which sends SIGTERM
     settings = Settings(**fields)
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, log_format(settings))
     run(serve(settings, ready.put, http_socket=sock, stop_signals=(signal.SIGTERM,)))
 
 

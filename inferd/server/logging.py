@@ -1,4 +1,8 @@
-"""JSON log lines on stderr, each naming the request it belongs to."""
+"""JSON log lines on stderr, each naming the request it belongs to.
+
+Two line formats: inferd's own, and ABEJA's (for ABEJA handlers, whose log collectors expect the
+platform's fields). Formatters are import strings so a format's module loads only when chosen.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from typing import Any
 import orjson
 
 from inferd.core.context import request_id
+from inferd.core.importer import import_from_string
+from inferd.core.settings import Settings
 
 _RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 
@@ -32,10 +38,23 @@ class JSONFormatter(logging.Formatter):
         return orjson.dumps(line, default=str).decode()
 
 
-def configure_logging(level: str) -> None:
+FORMATTERS = {
+    "inferd": "inferd.server.logging:JSONFormatter",
+    "abeja": "inferd.dialects.abeja.logs:AbejaFormatter",
+}
+
+
+def log_format(settings: Settings) -> str:
+    """The chosen format; ``auto`` is ABEJA's for the ABEJA dialect, inferd's otherwise."""
+    if settings.log_format != "auto":
+        return settings.log_format
+    return "abeja" if settings.dialect == "abeja" else "inferd"
+
+
+def configure_logging(level: str, line_format: str = "inferd") -> None:
     """Route inferd's, uvicorn's and grpc's loggers to one JSON handler on stderr."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JSONFormatter())
+    handler.setFormatter(import_from_string(FORMATTERS[line_format])())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -87,5 +87,10 @@ class RequestContext:
             scope["method"],
             scope["path"],
             status,
-            extra={"status": status, "duration_ms": round((time.perf_counter() - started) * 1000, 3)},
+            extra={
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            },
         )

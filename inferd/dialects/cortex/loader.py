@@ -8,8 +8,6 @@ onnxruntime or TensorFlow. A SavedModel's signature key is checked when it loads
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
 from inferd.core.model import Model
 from inferd.core.registry import ModelFactory
+from inferd.core.requirements import pip_install
 from inferd.core.settings import Settings
 from inferd.dialects.base import ServedModel
 from inferd.dialects.cortex import onnx, rest, tensorflow
@@ -61,20 +60,12 @@ def _configured(build: Callable[[], CortexModel], settings: Settings) -> ModelFa
 
 
 def install_requirements(project: Path) -> None:
-    """pip-install the project's requirements.txt; like Cortex, a failure is logged and serving goes on.
-    pip's output goes to the log, not stdout (which carries the ready line)."""
+    """pip-install the project's requirements.txt; like Cortex, a failure is logged and serving goes on."""
     requirements = project / "requirements.txt"
-    if not requirements.is_file():
-        return
-    logger.info("installing %s", requirements)
-    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements)]
-    done = subprocess.run(command, check=False, capture_output=True, text=True)
-    if done.returncode != 0:
-        logger.error(
-            "pip install -r %s failed (exit code %d):\n%s", requirements, done.returncode, done.stderr
-        )
-    else:
-        logger.info("installed %s", requirements)
+    if requirements.is_file():
+        failure = pip_install(requirements)
+        if failure:
+            logger.error("%s", failure)
 
 
 class CortexDialect:

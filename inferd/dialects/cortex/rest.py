@@ -13,11 +13,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match, Route
-from starlette.types import Scope
+from starlette.routing import BaseRoute, Route
 
 from inferd.core import metrics
 from inferd.core.dataplane import DataPlane
@@ -25,6 +23,7 @@ from inferd.core.errors import InferdError
 from inferd.dialects.cortex.adapter import CortexModel
 from inferd.dialects.cortex.config import ApiConfig
 from inferd.dialects.cortex.tracker import track
+from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 
 logger = logging.getLogger("inferd.cortex")
 
@@ -38,8 +37,6 @@ NOT_FOUND = (
     "If you entered the URL manually please check your spelling and try again."
 )
 METHOD_NOT_ALLOWED = "405 Method Not Allowed: The method is not allowed for the requested URL."
-#: Starlette routes a function to GET only unless told otherwise.
-ANY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -149,19 +146,7 @@ async def method_not_allowed(request: Request) -> Response:
 
 
 async def not_found(request: Request) -> Response:
-    """Any path no route took; V2 paths keep the V2 protocol's JSON 404."""
-    if request.url.path.startswith("/v2/") or request.url.path == "/v2":
-        raise HTTPException(404, "Not Found")
     return json_response({"error": NOT_FOUND}, 500)
-
-
-class Fallback(Route):
-    """Matches every path, but only as a partial match: Starlette takes it when no route matched at
-    all, while a path that exists with other methods keeps its 405 and later routes keep working."""
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        match, child = super().matches(scope)
-        return (Match.PARTIAL if match is Match.FULL else match), child
 
 
 def api_routes(dataplane: DataPlane, api: ApiConfig, path: str) -> list[BaseRoute]:
@@ -184,5 +169,5 @@ def routes(dataplane: DataPlane, apis: list[ApiConfig]) -> list[BaseRoute]:
     return [
         *found,
         Route("/healthz", healthz_endpoint(dataplane), methods=["GET"]),
-        Fallback("/{path:path}", not_found, methods=ANY_METHOD),
+        FallbackRoute("/{path:path}", not_found, methods=ANY_METHOD),
     ]

@@ -1,0 +1,64 @@
+"""The ABEJA dialect: ``inferd serve main:handler --dialect abeja`` (or ``HANDLER=main:handler``).
+
+One handler per server, served under ``--name`` or its module's name.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.errors import ModelLoadError
+from inferd.core.importer import split_target
+from inferd.core.model import Model
+from inferd.core.requirements import pip_install
+from inferd.core.settings import Settings
+from inferd.dialects.abeja import rest
+from inferd.dialects.abeja.handler import handler_target, looks_like_handler, model_root
+from inferd.dialects.abeja.service import AbejaModel
+from inferd.dialects.base import ServedModel
+
+logger = logging.getLogger("inferd.abeja")
+
+
+def served_name(settings: Settings) -> str:
+    module = split_target(handler_target(settings.target))[0]
+    return settings.name or module.rsplit(".", 1)[-1].removesuffix(".py").rsplit("/", 1)[-1]
+
+
+def install_requirements() -> None:
+    """pip-install the model root's requirements.txt (opt-in); a failure stops startup, as in ABEJA."""
+    requirements = model_root() / "requirements.txt"
+    if requirements.is_file():
+        failure = pip_install(requirements)
+        if failure:
+            raise ModelLoadError(failure)
+
+
+class AbejaDialect:
+    name = "abeja"
+
+    def detect(self, target: str) -> bool:
+        return looks_like_handler(target)
+
+    def models(self, settings: Settings) -> list[ServedModel]:
+        target = handler_target(settings.target)
+        if settings.install_requirements:
+            install_requirements()
+
+        def factory() -> Model:
+            return AbejaModel(target, settings.abeja_style, settings.max_image_pixels)
+
+        return [ServedModel(served_name(settings), factory, settings.model_version)]
+
+    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+        return rest.routes(dataplane, served_name(settings))
+
+    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+        return []
+
+
+dialect = AbejaDialect()
