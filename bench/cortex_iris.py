@@ -13,23 +13,17 @@ ratio of V2's. Target: at least 0.90 at concurrency 16.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-LUA = ROOT / "bench" / "v2_iris.lua"
-INFERD = ROOT / ".venv" / "bin" / "inferd"
-READY = re.compile(r"inferd ready: http://(\S+?) ")
-RESULT = re.compile(r"^V2_IRIS_RESULT (\{.*\})$", re.MULTILINE)
+from loadgen import start_inferd, wrk
+
 TARGET = 0.90
 
 CORTEX_BODY = '{"sepal_length": 5.2, "sepal_width": 3.6, "petal_length": 1.4, "petal_width": 0.3}'
@@ -77,35 +71,6 @@ def build_project(folder: Path) -> Path:
     return folder / "cortex.yaml"
 
 
-def start(config: Path) -> tuple[subprocess.Popen[str], str]:
-    command = [str(INFERD), "serve", str(config), "--port", "0", "--no-grpc", "--log-level", "warning"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert process.stdout is not None
-    for line in process.stdout:
-        match = READY.search(line)
-        if match:
-            return process, f"http://{match.group(1)}"
-    raise SystemExit(f"inferd exited with {process.wait()} before it was ready")
-
-
-def wrk(url: str, body: str, concurrency: int, seconds: int) -> float:
-    """Requests per second of one wrk run; any non-2xx answer or socket error aborts the benchmark."""
-    threads = 1 if concurrency == 1 else 2
-    command = ["wrk", f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "-s", str(LUA), url]
-    done = subprocess.run(
-        command, capture_output=True, text=True, env={**os.environ, "V2_IRIS_BODY": body}, check=True
-    )
-    match = RESULT.search(done.stdout)
-    assert match is not None, done.stdout
-    raw = json.loads(match.group(1))
-    failures = (
-        raw["non_2xx"] + raw["connect_errors"] + raw["read_errors"] + raw["write_errors"] + raw["timeouts"]
-    )
-    if failures:
-        raise SystemExit(f"{url}: {failures} failed requests")
-    return float(raw["requests"] / (raw["duration_us"] / 1e6))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds per measured run [10]")
@@ -116,7 +81,7 @@ def main() -> int:
         print("wrk is missing: sudo apt-get install -y wrk", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="cortex-iris-") as tmp:
-        process, base = start(build_project(Path(tmp)))
+        process, base = start_inferd(str(build_project(Path(tmp))))
         try:
             routes = {
                 "cortex": (base + "/iris/classifier", CORTEX_BODY),

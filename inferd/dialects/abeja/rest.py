@@ -6,7 +6,9 @@ in a thread, so a slow handler never holds up other requests.
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -17,6 +19,8 @@ from inferd.dialects.abeja.responses import SERVICE_UNAVAILABLE, Answer
 from inferd.dialects.abeja.service import AbejaModel, Call
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 
+#: Handlers running at once (anyio's default too); more requests wait in the executor's queue.
+HANDLER_THREADS = 40
 HEALTHY = Answer(200, b'{"status":"ok"}', "application/json")
 
 
@@ -27,6 +31,7 @@ def to_response(answer: Answer) -> Response:
 
 def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
     counted = metrics.series(name, "abeja")
+    handlers = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="abeja-handler")
 
     async def health_check(request: Request) -> Response:
         return to_response(HEALTHY if dataplane.ready() else SERVICE_UNAVAILABLE)
@@ -44,11 +49,12 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
             request.scope["query_string"],
         )
         started = counted.begin()
-        answer = await run_in_threadpool(model.answer, call)
+        answer = await asyncio.get_running_loop().run_in_executor(handlers, model.answer, call)
         counted.end(started, answer.status < 400)
         return to_response(answer)
 
     return [
         Route("/health_check", health_check, methods=["GET"]),
+        Route("/", endpoint, methods=ANY_METHOD),  # where clients post: matched before the fallback
         FallbackRoute("/{path:path}", endpoint, methods=ANY_METHOD),
     ]
