@@ -208,6 +208,14 @@ def _abeja_environment(handler: str, environment: list[str] | None, organization
         _fail(str(exc))
 
 
+def _abeja_in_process(
+    handler: str, environment: list[str] | None, organization: str | None, quiet: bool
+) -> abeja.CapturedLogs:
+    """The environment and log capture of a command that runs the handler in this process."""
+    _abeja_environment(handler, environment, organization)
+    return abeja.CapturedLogs(echo=not quiet).install()
+
+
 def _load_handler(handler: str, style: str, logs: abeja.CapturedLogs) -> AbejaModel:
     try:
         return abeja.load(handler, style)
@@ -235,8 +243,7 @@ def run_local(
     abeja_style: StyleOption = "auto",
 ) -> None:
     """Call an ABEJA handler once with FILE, like `abeja model run-local` without Docker."""
-    _abeja_environment(handler, environment, organization)
-    logs = abeja.CapturedLogs(echo=not quiet).install()
+    logs = _abeja_in_process(handler, environment, organization, quiet)
     try:
         call = abeja.run_local_call(input)
     except abeja.LocalRunError as exc:
@@ -290,8 +297,7 @@ def run_batch(
     abeja_style: StyleOption = "auto",
 ) -> None:
     """Run an ABEJA handler over input files (or the INPUT variable), one answer file per input."""
-    _abeja_environment(handler, environment, organization)
-    logs = abeja.CapturedLogs(echo=not quiet).install()
+    logs = _abeja_in_process(handler, environment, organization, quiet)
     try:
         calls = [
             (path.stem, abeja.batch_call(path))
