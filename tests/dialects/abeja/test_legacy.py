@@ -124,7 +124,9 @@ def test_errors_have_the_abeja_body(
         (b"{nope", "application/json", "not valid JSON"),
         (b"not an image", "image/png", "cannot decode image/png"),
         (b"not a video", "video/mp4", "cannot decode video/mp4"),
+        (video_bytes(".mp4", frames=5)[:-400], "video/mp4", "cannot decode video/mp4"),
     ],
+    ids=["text", "json", "image", "video", "truncated-video"],
 )
 def test_undecodable_input_is_invalid_input(
     legacy: httpx.Client, body: bytes, content_type: str, fragment: str
