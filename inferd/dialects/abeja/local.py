@@ -115,7 +115,10 @@ def failure(answer: Answer) -> str | None:
     """run-local's error line for a non-2xx answer, in urllib's words; None for success."""
     if 200 <= answer.status < 300:
         return None
-    phrase = HTTPStatus(answer.status).phrase if answer.status in HTTPStatus._value2member_map_ else ""
+    try:
+        phrase = HTTPStatus(answer.status).phrase
+    except ValueError:  # a status the handler made up
+        phrase = ""
     return f"failed to send request : HTTP Error {answer.status}: {phrase}"
 
 
