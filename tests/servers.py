@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +37,14 @@ class RunningServer:
     @property
     def log(self) -> str:
         return "".join(self.stderr_lines)
+
+    def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
+        """The log once it holds ``text``: stderr is read by a thread, so a line written while answering
+        a request may arrive a moment after the answer."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.log
 
 
 def inferd_command(*args: str) -> list[str]:

@@ -63,7 +63,9 @@ def test_handler_errors_are_500(runtime: httpx.Client, runtime_server: RunningSe
     response = case(runtime, name)
     assert response.status_code == 500
     assert response.content == b'{"status":"unexpected error occurred"}'
-    assert "unexpected error occurred in user model" in runtime_server.log
+    assert "unexpected error occurred in user model" in runtime_server.wait_for_log(
+        "unexpected error occurred"
+    )
     assert case(runtime, "echo").status_code == 200
 
 
@@ -157,8 +159,8 @@ def test_health_check(runtime: httpx.Client) -> None:
 
 def test_access_log_lines_have_the_abeja_format(runtime: httpx.Client, runtime_server: RunningServer) -> None:
     case(runtime, "echo", headers={"x-request-id": "req-42"})
-    time.sleep(0.2)
-    lines = [json.loads(line) for line in runtime_server.log.splitlines() if line.startswith("{")]
+    log = runtime_server.wait_for_log('"request_id":"req-42"')
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
     access = [
         line for line in lines if line.get("log_type") == "access_log" and line.get("request_id") == "req-42"
     ]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import numpy as np
 import pytest
@@ -189,10 +187,7 @@ def test_tracker_metrics(v08: httpx.Client) -> None:
 def test_debug_logs_each_stage(v08: httpx.Client, v08_server: RunningServer) -> None:
     response = v08.post("/iris/classifier?debug=TRUE", json=VIRGINICA)
     assert response.json() == "iris-virginica"
-    deadline = time.monotonic() + 5
-    while "post_inference: 'iris-virginica'" not in v08_server.log and time.monotonic() < deadline:
-        time.sleep(0.05)
-    log = v08_server.log
+    log = v08_server.wait_for_log("post_inference: 'iris-virginica'")
     for stage in ("sample: {", "pre_inference: {'float_input'", "prediction: [array(", "post_inference: "):
         assert stage in log
 
