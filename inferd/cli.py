@@ -18,6 +18,7 @@ from inferd import __version__
 from inferd.core.errors import InferdError, ListenError, ModelLoadError, TargetError
 from inferd.core.importer import split_target
 from inferd.core.settings import Settings
+from inferd.dialects import resolve_dialect
 from inferd.dialects.abeja import local as abeja
 from inferd.dialects.abeja.service import AbejaModel, Call
 from inferd.engines import local
@@ -93,7 +94,9 @@ def serve(
     dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
     name: Annotated[str | None, typer.Option(help="Serve the model under this name.")] = None,
     host: Annotated[str | None, typer.Option(help="Interface to bind [default: 127.0.0.1].")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port, 0 for a free one [default: 8080].")] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", "--http-port", help="HTTP port, 0 for a free one [default: 8080].")
+    ] = None,
     grpc_port: Annotated[
         int | None, typer.Option(help="gRPC port, 0 for a free one [default: 8081].")
     ] = None,
@@ -110,12 +113,27 @@ def serve(
         typer.Option("--install-requirements", help="pip-install the project's requirements.txt first."),
     ] = None,
     abeja_style: Annotated[str | None, typer.Option(help=ABEJA_STYLE_HELP)] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Also serve the Prometheus endpoint on this port.")
+    ] = None,
+    service_type: Annotated[
+        str | None,
+        typer.Option(help="Seldon component type: MODEL, ROUTER, TRANSFORMER, OUTPUT_TRANSFORMER, COMBINER."),
+    ] = None,
+    parameters: Annotated[
+        str | None, typer.Option(help='Seldon parameters: [{"name": ..., "value": ..., "type": "INT"}].')
+    ] = None,
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
     if not target and os.environ.get("HANDLER"):
         target, dialect = os.environ["HANDLER"], dialect or "abeja"
+    if not target and os.environ.get("MODEL_NAME"):  # a Seldon s2i image
+        target, dialect = os.environ["MODEL_NAME"], dialect or "seldon"
     if not target and not os.environ.get("INFERD_TARGET"):
-        _fail("missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler)")
+        _fail(
+            "missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler, "
+            "MODEL_NAME=Class for a Seldon component)"
+        )
     settings = _settings(
         target=target,
         dialect=dialect,
@@ -129,8 +147,12 @@ def serve(
         log_level=log_level,
         install_requirements=install_requirements,
         abeja_style=abeja_style,
+        metrics_port=metrics_port,
+        service_type=service_type,
+        parameters=parameters,
     )
     configure_logging(settings.log_level)
+    settings = _with_platform_environment(settings)
     runtime = _runtime_or_exit(settings)
     # Workers need not detect the dialect again, and the log format may depend on it.
     settings = settings.model_copy(update={"dialect": runtime.dialect.name})
@@ -144,6 +166,18 @@ def serve(
     except (ModelLoadError, ListenError) as exc:
         _fail(exc.message, code=1)
     raise typer.Exit(code)
+
+
+def _with_platform_environment(settings: Settings) -> Settings:
+    """``settings`` completed by the dialect's platform variables where nothing else set a field."""
+    try:
+        found = resolve_dialect(settings.dialect, settings.target).settings_from_environment()
+    except TargetError as exc:
+        _fail(exc.message)
+    except ValueError as exc:
+        _fail(f"invalid platform environment variable: {exc}")
+    fresh = {key: value for key, value in found.items() if key not in settings.model_fields_set}
+    return _settings(**{**settings.model_dump(exclude_unset=True), **fresh}) if fresh else settings
 
 
 def _runtime_or_exit(settings: Settings) -> Runtime:

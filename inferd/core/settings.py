@@ -12,6 +12,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja"]
+ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
 
 
 class Settings(BaseSettings):
@@ -39,6 +40,10 @@ class Settings(BaseSettings):
 
     grpc_port: int = Field(8081, ge=0, le=65535)
     """gRPC port; 0 picks a free one (the ready line shows it)."""
+
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    """A port of its own for the Prometheus endpoint, besides ``/metrics`` on the HTTP port (Seldon's
+    metrics port); unset serves it on the HTTP port only."""
 
     grpc_enabled: bool = True
     """Serve the V2 gRPC protocol next to HTTP."""
@@ -83,3 +88,11 @@ class Settings(BaseSettings):
     """Install the served project's ``requirements.txt`` with pip before loading it (Cortex projects).
 
     Off by default: serving a directory should not change the Python environment unless asked."""
+
+    service_type: ServiceType = "MODEL"
+    """Seldon component type (``--service-type``). Every Seldon route is served whatever it says; it
+    picks the method V2 calls: predict, transform_input, transform_output, route or aggregate."""
+
+    parameters: str | None = None
+    """Seldon ``--parameters``: a JSON list of ``{"name", "value", "type"}`` (INT, FLOAT, DOUBLE,
+    STRING, BOOL) passed to the component's constructor as keyword arguments."""

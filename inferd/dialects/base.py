@@ -27,6 +27,10 @@ class Dialect(Protocol):
     def detect(self, target: str) -> bool:
         """Whether ``target`` looks like code of this convention (cheap; may import the target)."""
 
+    def settings_from_environment(self) -> dict[str, Any]:
+        """Settings the platform's own environment variables give (Seldon's ports, say); they apply
+        where neither an option nor an ``INFERD_`` variable set the field."""
+
     def models(self, settings: Settings) -> list[ServedModel]:
         """The models ``settings.target`` yields; raises TargetError with what was expected."""
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from inferd.core.settings import Settings
 from inferd.engines.sockets import bind_http, listen_errors, port_of
-from inferd.server.app import Runtime, build_runtime, create_app
+from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app
 from inferd.server.grpc import create_grpc_server
 
 logger = logging.getLogger("inferd.engine")
@@ -34,10 +35,14 @@ class Endpoints:
     http_port: int
     grpc_port: int | None
     models: tuple[str, ...]
+    metrics_port: int | None = None
 
     def ready_line(self) -> str:
         grpc = f"{self.host}:{self.grpc_port}" if self.grpc_port is not None else "off"
-        return f"inferd ready: http://{self.host}:{self.http_port} grpc={grpc} models={','.join(self.models)}"
+        line = f"inferd ready: http://{self.host}:{self.http_port} grpc={grpc} models={','.join(self.models)}"
+        if self.metrics_port is not None:
+            line += f" metrics=http://{self.host}:{self.metrics_port}"
+        return line
 
 
 OnReady = Callable[[Endpoints], None]
@@ -60,9 +65,9 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(coroutine)
 
 
-def uvicorn_config(runtime: Runtime) -> uvicorn.Config:
+def uvicorn_config(runtime: Runtime, app: ASGIApp | None = None) -> uvicorn.Config:
     return uvicorn.Config(
-        create_app(runtime),
+        app or create_app(runtime),
         http="httptools",
         loop="none",
         lifespan="off",
@@ -81,6 +86,7 @@ async def serve(
     http_socket: socket.socket | None = None,
     runtime: Runtime | None = None,
     stop_signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+    metrics_socket: socket.socket | None = None,
 ) -> None:
     """Load the models, serve until a signal arrives, then drain and unload."""
     runtime = runtime or build_runtime(settings)
@@ -93,17 +99,29 @@ async def serve(
         with listen_errors(settings.host, settings.grpc_port):
             grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
         await grpc_server.start()
+    metrics_server, metrics_port = None, None
+    if settings.metrics_port is not None:
+        metrics_sock = metrics_socket or bind_http(settings.host, settings.metrics_port)
+        metrics_server, metrics_port = (
+            _Server(uvicorn_config(runtime, create_metrics_app())),
+            port_of(metrics_sock),
+        )
+        metrics_task = asyncio.create_task(metrics_server.serve(sockets=[metrics_sock]))
     stop = _stop_event(http, stop_signals)
     http_task = asyncio.create_task(http.serve(sockets=[sock]))
     while not http.started and not http_task.done():
         await asyncio.sleep(0.01)
     if http.started:
-        on_ready(Endpoints(settings.host, port_of(sock), grpc_port, tuple(runtime.registry.names())))
+        names = tuple(runtime.registry.names())
+        on_ready(Endpoints(settings.host, port_of(sock), grpc_port, names, metrics_port))
     try:
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         # Both servers stop accepting at once and drain their in-flight calls side by side.
         http.should_exit = True
         draining = [http_task]
+        if metrics_server is not None:
+            metrics_server.should_exit = True
+            draining.append(metrics_task)
         if grpc_server is not None:
             draining.append(asyncio.create_task(grpc_server.stop(settings.graceful_timeout)))
         await asyncio.gather(*draining)

@@ -31,12 +31,18 @@ _spawn = multiprocessing.get_context("spawn")
 POLL_SECONDS = 0.2
 
 
-def _worker_main(fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> None:
+def _worker_main(
+    fields: dict[str, Any], sock: socket.socket, metrics_sock: socket.socket | None, ready: Queue[Any]
+) -> None:
     """A child process: its own runtime, its own models, the shared sockets."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches the supervisor, which sends SIGTERM
     settings = Settings(**fields)
     configure_logging(settings.log_level, log_format(settings))
-    run(serve(settings, ready.put, http_socket=sock, stop_signals=(signal.SIGTERM,)))
+    run(
+        serve(
+            settings, ready.put, http_socket=sock, stop_signals=(signal.SIGTERM,), metrics_socket=metrics_sock
+        )
+    )
 
 
 class Supervisor:
@@ -45,11 +51,17 @@ class Supervisor:
         self.on_ready = on_ready
         self.stopping = threading.Event()
         self.workers: list[BaseProcess] = []
+        self.metrics_sock: socket.socket | None = None
 
     def run(self) -> int:
         metrics_dir = tempfile.mkdtemp(prefix="inferd-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         sock = bind_http(self.settings.host, self.settings.port)
+        self.metrics_sock = (
+            bind_http(self.settings.host, self.settings.metrics_port)
+            if self.settings.metrics_port is not None
+            else None
+        )
         grpc_hold = (
             reserve_port(self.settings.host, self.settings.grpc_port) if self.settings.grpc_enabled else None
         )
@@ -57,6 +69,8 @@ class Supervisor:
         fields["port"] = port_of(sock)
         if grpc_hold is not None:
             fields["grpc_port"] = port_of(grpc_hold)
+        if self.metrics_sock is not None:
+            fields["metrics_port"] = port_of(self.metrics_sock)
         ready: Queue[Any] = _spawn.Queue()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: self.stopping.set())
@@ -69,13 +83,17 @@ class Supervisor:
         finally:
             self._stop_all()
             sock.close()
+            if self.metrics_sock is not None:
+                self.metrics_sock.close()
             if grpc_hold is not None:
                 grpc_hold.close()
             shutil.rmtree(metrics_dir, ignore_errors=True)
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
     def _start(self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> BaseProcess:
-        process = _spawn.Process(target=_worker_main, args=(fields, sock, ready), daemon=False)
+        process = _spawn.Process(
+            target=_worker_main, args=(fields, sock, self.metrics_sock, ready), daemon=False
+        )
         process.start()
         return process
 

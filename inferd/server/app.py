@@ -14,8 +14,8 @@ from inferd.core.settings import Settings
 from inferd.core.types import ServerMetadata
 from inferd.dialects import resolve_dialect
 from inferd.dialects.base import Dialect
+from inferd.protocols import prometheus
 from inferd.protocols.v2 import rest as v2_rest
-from inferd.server import metrics
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
 
@@ -46,7 +46,7 @@ def create_app(runtime: Runtime) -> Starlette:
     settings, dataplane = runtime.settings, runtime.dataplane
     routes = [
         *v2_rest.routes(dataplane),
-        *metrics.routes(),
+        *prometheus.routes(),
         # Last: a dialect may end with a fallback answering unknown paths its own way.
         *runtime.dialect.routes(dataplane, settings),
     ]
@@ -54,3 +54,8 @@ def create_app(runtime: Runtime) -> Starlette:
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log)
     ]
     return Starlette(routes=routes, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
+
+
+def create_metrics_app() -> Starlette:
+    """The Prometheus endpoint alone, for ``metrics_port``."""
+    return Starlette(routes=prometheus.routes())

@@ -44,6 +44,9 @@ class AbejaDialect:
     def detect(self, target: str) -> bool:
         return looks_like_handler(target)
 
+    def settings_from_environment(self) -> dict[str, Any]:
+        return {}
+
     def models(self, settings: Settings) -> list[ServedModel]:
         target = handler_target(settings.target)
         if settings.install_requirements:

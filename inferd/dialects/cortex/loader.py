@@ -86,6 +86,9 @@ class CortexDialect:
     def detect(self, target: str) -> bool:
         return is_cortex_config(config_path(target))
 
+    def settings_from_environment(self) -> dict[str, Any]:
+        return {}
+
     def models(self, settings: Settings) -> list[ServedModel]:
         apis = self.apis(settings.target)
         if settings.install_requirements:

@@ -60,6 +60,9 @@ class NativeDialect:
             return False
         return True
 
+    def settings_from_environment(self) -> dict[str, Any]:
+        return {}
+
     def models(self, settings: Settings) -> list[ServedModel]:
         found = find_model_classes(settings.target)
         if settings.name and len(found) > 1:

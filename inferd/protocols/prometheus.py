@@ -1,4 +1,8 @@
-"""The ``/metrics`` route: this process's registry, or every worker's through the multiprocess dir."""
+"""The Prometheus exposition: this process's registry, or every worker's through the multiprocess dir.
+
+Served at ``/metrics`` by the server, and at whatever path a dialect's platform scrapes (Seldon's
+``PREDICTIVE_UNIT_METRICS_ENDPOINT``).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+PATH = "/metrics"
+
 
 def _registry() -> CollectorRegistry:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -18,9 +24,9 @@ def _registry() -> CollectorRegistry:
     return REGISTRY
 
 
-async def metrics(request: Request) -> Response:
+async def endpoint(request: Request) -> Response:
     return Response(generate_latest(_registry()), media_type=CONTENT_TYPE_LATEST)
 
 
 def routes() -> list[Route]:
-    return [Route("/metrics", metrics, methods=["GET"])]
+    return [Route(PATH, endpoint, methods=["GET"])]

@@ -1,0 +1,396 @@
+"""One Seldon component: the user object behind every Seldon method, whatever the protocol.
+
+`SeldonModel.call` takes a decoded request (plain JSON values) plus the form raw methods receive (the
+same dict on REST, the protobuf message on gRPC) and returns a `Reply` of plain JSON values. The rules
+are Seldon 1.18's (spec §3-§5): legacy ``<method>_rest``/``_grpc`` first, then ``<method>_raw``, then
+the high-level method with meta passed only when its signature takes it; tags and metrics merged into
+``meta``; missing methods answered as Seldon answers them. Over V2 the component is a model with one
+input (the features) and one output ``output-0``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import orjson
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from inferd.core.errors import InvalidInput
+from inferd.core.model import Model
+from inferd.core.types import Tensors
+from inferd.dialects.seldon import flask_errors, metadata, metrics, payload
+from inferd.dialects.seldon._generated import prediction_pb2 as pb
+from inferd.dialects.seldon.errors import SeldonError
+from inferd.dialects.seldon.user_model import is_not_implemented, is_response, seldon_exception_fields
+
+logger = logging.getLogger("inferd.seldon")
+
+OUTPUT = "output-0"
+STUBBED_HEALTH = "not implemented - assuming healthy"
+#: The method V2 calls, by service type.
+V2_METHODS = {
+    "MODEL": "predict",
+    "TRANSFORMER": "transform_input",
+    "OUTPUT_TRANSFORMER": "transform_output",
+    "ROUTER": "route",
+    "COMBINER": "aggregate",
+}
+UNSET = object()
+
+
+@dataclass(frozen=True)
+class Reply:
+    body: Any
+    status: int = 200
+
+
+def takes_meta(function: Callable[..., Any]) -> bool | None:
+    """Whether ``function`` accepts ``meta=``; None when its signature cannot be read."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return any(p.name == "meta" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def environment_flag(name: str, default: str) -> bool:
+    return os.environ.get(name, default).strip().lower() == "true"
+
+
+class SeldonModel(Model):
+    platform: ClassVar[str] = "seldon"
+
+    def __init__(
+        self,
+        user_class: type,
+        parameters: dict[str, Any],
+        service_type: str = "MODEL",
+        predict_in_thread: bool = False,
+    ) -> None:
+        self.user_class, self.parameters = user_class, parameters
+        self.v2_method = V2_METHODS.get(service_type, "predict")
+        self.predict_in_thread = predict_in_thread
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        self.user = self.user_class(**self.parameters)
+        user_load = getattr(self.user, "load", None)
+        if callable(user_load):
+            try:
+                user_load()
+            except (NotImplementedError, AttributeError):
+                logger.info("load is not implemented by %s", self.user_class.__name__)
+        self.recorder = metrics.recorder()
+        self.include_metrics = environment_flag("INCLUDE_METRICS_IN_CLIENT_RESPONSE", "true")
+        self.feedback_metrics = os.environ.get("SELDON_EXECUTOR_ENABLED", "true").lower() != "false"
+        self.unit_id = os.environ.get("PREDICTIVE_UNIT_ID", "")
+        self.unit_image = os.environ.get("PREDICTIVE_UNIT_IMAGE", "")
+        self._meta_rule = {
+            name: takes_meta(getattr(self.user, name))
+            for name in ("predict", "transform_input", "transform_output", "route")
+            if callable(getattr(self.user, name, None))
+        }
+        try:
+            self.metadata_document: dict[str, Any] | SeldonError = metadata.build(
+                getattr(self.user, "init_metadata", None)
+            )
+        except SeldonError as exc:
+            self.metadata_document = exc
+        self.error_handlers = flask_errors.error_handlers(self.user)
+        service = getattr(self.user, "custom_service", None)
+        if callable(service):
+            threading.Thread(target=service, name="seldon-custom-service", daemon=True).start()
+        self._methods: dict[str, Callable[[Any, Any, str], Reply]] = {
+            "predict": self._predict,
+            "transform_input": self._transform_input,
+            "transform_output": self._transform_output,
+            "route": self._route,
+            "aggregate": self._aggregate,
+            "send_feedback": self._send_feedback,
+        }
+
+    def call(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
+        """Answer ``request`` with the Seldon ``method``; ``native`` is what raw methods receive."""
+        legacy = getattr(self.user, f"{method}_{protocol}", None)
+        raw_input = request if native is UNSET else native
+        if callable(legacy):
+            logger.warning("%s_%s is deprecated; use %s_raw", method, protocol, method)
+            return Reply(_plain(legacy(raw_input)))
+        return self._methods[method](request, raw_input, protocol)
+
+    def metadata_answer(self) -> dict[str, Any]:
+        if isinstance(self.metadata_document, SeldonError):
+            raise self.metadata_document
+        return self.metadata_document
+
+    def health_status(self) -> Reply:
+        found, raw = self._raw("health_status", UNSET, metrics.HEALTH)
+        if found:
+            return Reply(raw)
+        result = self._optional("health_status", lambda f: f(), "healthy", stubbed=STUBBED_HEALTH)
+        return Reply(self._respond(result, "", None, None, metrics.HEALTH))
+
+    def passthrough(self, body: bytes | str) -> Any:
+        """PAYLOAD_PASSTHROUGH: the body as it came, to ``predict_raw``, and its return as it is."""
+        return self.user.predict_raw(body)
+
+    # --- the Seldon methods -----------------------------------------------------------------------
+
+    def _predict(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        found, raw = self._raw("predict", raw_input, metrics.PREDICT)
+        if found:
+            code = raw.get("status", {}).get("code") if isinstance(raw, dict) else None
+            status = code if isinstance(code, int) and 100 <= code <= 599 else 200
+            return Reply(raw, status)
+        return self._high_level("predict", request, metrics.PREDICT, default=[])
+
+    def _transform_input(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        found, raw = self._raw("transform_input", raw_input, metrics.TRANSFORM_INPUT)
+        if found:
+            return Reply(raw)
+        return self._high_level("transform_input", request, metrics.TRANSFORM_INPUT)
+
+    def _transform_output(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        found, raw = self._raw("transform_output", raw_input, metrics.TRANSFORM_OUTPUT)
+        if found:
+            return Reply(raw)
+        return self._high_level("transform_output", request, metrics.TRANSFORM_OUTPUT)
+
+    def _high_level(self, name: str, request: Any, label: str, default: Any = UNSET) -> Reply:
+        decoded = payload.decode(request)
+        identity = decoded.features if default is UNSET else default
+        result = self._optional(
+            name, lambda f: self._with_meta(name, f, decoded.features, decoded.names, decoded.meta), identity
+        )
+        return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), label))
+
+    def _route(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        found, raw = self._raw("route", raw_input, metrics.ROUTE)
+        if found:
+            return Reply(raw)
+        decoded = payload.decode(request)
+        missing = SeldonError("Route not defined", not_implemented=True)
+        result = self._optional(
+            "route", lambda f: self._with_meta("route", f, decoded.features, decoded.names, None), missing
+        )
+        value = result.data if is_response(result) else result
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise SeldonError(f"Routing response must be int but got {value!r}")
+        if value < -2:
+            raise SeldonError(f"Routing response {value} is out of range: -2, -1 or a child index")
+        routed = np.array([[int(value)]])
+        result = type(result)(routed, result.tags, result.metrics) if is_response(result) else routed
+        return Reply(self._respond(result, decoded.kind, None, _puid(request), metrics.ROUTE))
+
+    def _aggregate(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        found, raw = self._raw("aggregate", raw_input, metrics.AGGREGATE)
+        if found:
+            return Reply(raw)
+        messages = request.get("seldonMessages") if isinstance(request, dict) else request
+        if not isinstance(messages, list):
+            raise SeldonError(f"Invalid request data type: {payload.short(request)}")
+        if not messages:
+            raise SeldonError("Invalid request data type: no messages to aggregate")
+        decoded = [payload.decode(message) for message in messages]
+        missing = SeldonError("Aggregate not defined", not_implemented=True)
+        features, names = [d.features for d in decoded], [d.names for d in decoded]
+        result = self._optional("aggregate", lambda f: f(features, names), missing)
+        merged: dict[str, Any] = {"tags": {}, "requestPath": {}, "metrics": []}
+        for item in decoded:
+            meta = item.meta or {}
+            merged["tags"].update(meta.get("tags") or {})
+            merged["requestPath"].update(meta.get("requestPath") or {})
+            merged["metrics"].extend(meta.get("metrics") or [])
+        return Reply(self._respond(result, decoded[0].kind, merged, _puid(messages[0]), metrics.AGGREGATE))
+
+    def _send_feedback(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        feedback = _parse_proto(request, pb.Feedback())
+        native = feedback if protocol == "rest" else raw_input
+        found, raw = self._raw("send_feedback", native, metrics.FEEDBACK)
+        if found:
+            return Reply(raw)
+        sent = request.get("request") or {}
+        kind, features = payload.datadef_to_array(sent.get("data") or {})
+        truth = payload.datadef_to_array((request.get("truth") or {}).get("data") or {})[1]
+        reward = float(request.get("reward") or 0.0)
+        routing = ((request.get("response") or {}).get("meta") or {}).get("routing") or {}
+        if reward and self.feedback_metrics:
+            self.recorder.feedback(reward)
+        names = (sent.get("data") or {}).get("names") or []
+        result = self._optional(
+            "send_feedback",
+            lambda f: f(features, names, reward, truth, routing=routing.get(self.unit_id or "0")),
+            None,
+        )
+        value = result.data if is_response(result) else result
+        if value is None or not isinstance(value, (dict, str, bytes, list, np.ndarray)):
+            value = np.array([] if value is None else value)
+        if is_response(result):
+            value = type(result)(value, result.tags, result.metrics)
+        body = self._respond(value, kind if "data" in sent else "", None, _puid(sent), metrics.FEEDBACK)
+        return Reply(as_proto_json(body, pb.SeldonMessage()))
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _raw(self, name: str, raw_input: Any, label: str) -> tuple[bool, Any]:
+        """(True, answer) when the user class has a raw method that answered; its ``meta.metrics`` are
+        recorded, and dropped from the answer when metrics are not included in client responses."""
+        function = getattr(self.user, f"{name}_raw", None)
+        if not callable(function):
+            return False, None
+        try:
+            result = _plain(function() if raw_input is UNSET else function(raw_input))
+        except Exception as exc:
+            if is_not_implemented(exc):
+                return False, None
+            raise
+        if isinstance(result, dict) and isinstance(result.get("meta"), dict) and "metrics" in result["meta"]:
+            self.recorder.record(metrics.validate(result["meta"]["metrics"]), label)
+            if not self.include_metrics:
+                result = {**result, "meta": {k: v for k, v in result["meta"].items() if k != "metrics"}}
+        return True, result
+
+    def _optional(self, name: str, invoke: Callable[[Any], Any], absent: Any, stubbed: Any = UNSET) -> Any:
+        """``invoke(method)`` if the user class has ``name``, else ``absent`` (raised if an error);
+        a `SeldonComponent` stub counts as absent (or answers ``stubbed``)."""
+        function = getattr(self.user, name, None)
+        if callable(function):
+            try:
+                return invoke(function)
+            except Exception as exc:
+                if not is_not_implemented(exc):
+                    raise
+                if stubbed is not UNSET:
+                    return stubbed
+        if isinstance(absent, SeldonError):
+            raise absent
+        return absent
+
+    def _with_meta(self, name: str, function: Callable[..., Any], X: Any, names: Any, meta: Any) -> Any:
+        rule = self._meta_rule.get(name)
+        if rule:
+            return function(X, names, meta=meta)
+        if rule is None:  # the signature could not be read: Seldon's try-then-retry
+            try:
+                return function(X, names, meta=meta)
+            except TypeError:
+                pass
+        return function(X, names)
+
+    def _respond(
+        self, result: Any, kind: str, request_meta: dict[str, Any] | None, puid: Any, label: str
+    ) -> dict[str, Any]:
+        """The response message: payload from ``result``, meta from the request, ``tags()``,
+        ``metrics()`` and the runtime tags and metrics of a `SeldonResponse`."""
+        runtime_tags: dict[str, Any] = {}
+        runtime_metrics: list[dict[str, Any]] = []
+        if is_response(result):
+            result, runtime_tags, runtime_metrics = result.data, result.tags or {}, result.metrics or []
+        custom = self._record_metrics(label, runtime_metrics)
+        body = payload.encode(result, kind, self._class_names)
+        meta: dict[str, Any] = {}
+        request_meta = request_meta or {}
+        tags = {
+            **(request_meta.get("tags") or {}),
+            **(self._optional("tags", lambda f: f(), {}) or {}),
+            **runtime_tags,
+        }
+        if tags:
+            meta["tags"] = tags
+        metrics_out = [*(request_meta.get("metrics") or []), *(custom if self.include_metrics else [])]
+        if metrics_out:
+            meta["metrics"] = metrics_out
+        if puid:
+            meta["puid"] = puid
+        path = dict(request_meta.get("requestPath") or {})
+        if self.unit_id:
+            path[self.unit_id] = self.unit_image
+        if path:
+            meta["requestPath"] = path
+        body["meta"] = meta
+        return body
+
+    def _record_metrics(self, label: str, runtime: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        custom = metrics.validate(self._optional("metrics", lambda f: f(), []))
+        if runtime:
+            custom = [*custom, *metrics.validate(runtime)]
+        if custom:
+            self.recorder.record(custom, label)
+        return custom
+
+    def _class_names(self) -> list[str] | None:
+        names = getattr(self.user, "class_names", None)
+        if names is None:
+            return None
+        if callable(names):
+            try:
+                return list(names())
+            except Exception as exc:
+                if is_not_implemented(exc):
+                    return None
+                raise
+        return list(names)
+
+    # --- V2 ---------------------------------------------------------------------------------------
+
+    def predict(self, inputs: Tensors) -> Tensors:
+        """V2: the one input tensor (or the first) goes in as an ``ndarray`` message to the method of the
+        service type; the answer's data (or its str, bytes or JSON payload) is ``output-0``."""
+        message = {"data": {"ndarray": next(iter(inputs.values()))}}
+        request = [message] if self.v2_method == "aggregate" else message
+        try:
+            body = self.call(self.v2_method, request).body
+        except Exception as exc:
+            fields = seldon_exception_fields(exc) or (
+                (exc.status, exc.info, exc.reason) if isinstance(exc, SeldonError) else None
+            )
+            if fields is not None and fields[0] < 500:
+                raise InvalidInput(fields[1]) from exc
+            raise
+        data = body.get("data") if isinstance(body, dict) else None
+        if isinstance(data, dict):
+            if "tensor" in data:
+                values = data["tensor"]
+                return {OUTPUT: np.asarray(values["values"]).reshape(values["shape"])}
+            if "ndarray" in data:
+                return {OUTPUT: np.asarray(data["ndarray"])}
+        if isinstance(body, dict) and "strData" in body:
+            document: bytes = body["strData"].encode()
+        elif isinstance(body, dict) and "binData" in body:
+            document = payload.b64decode(body["binData"])
+        else:
+            document = orjson.dumps(body.get("jsonData") if isinstance(body, dict) else body)
+        return {OUTPUT: np.array([document], dtype=object)}
+
+
+def as_proto_json(document: Any, message: Message) -> dict[str, Any]:
+    """``document`` as it comes back from protobuf: numbers become doubles, empty fields vanish."""
+    return json_format.MessageToDict(_parse_proto(document, message))  # type: ignore[no-any-return]
+
+
+def _parse_proto(document: Any, message: Message) -> Message:
+    try:
+        return json_format.ParseDict(document, message)
+    except (json_format.ParseError, TypeError, AttributeError, ValueError) as exc:
+        raise SeldonError(f"Invalid JSON: {exc}") from None
+
+
+def _plain(value: Any) -> Any:
+    """A protobuf message returned by user code as JSON values; anything else as it is."""
+    if isinstance(value, Message):
+        return json_format.MessageToDict(value)
+    return value
+
+
+def _puid(message: Any) -> Any:
+    meta = message.get("meta") if isinstance(message, dict) else None
+    return meta.get("puid") if isinstance(meta, dict) else None

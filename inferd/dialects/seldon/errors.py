@@ -1,0 +1,74 @@
+"""Seldon's error answers: one exception type with the HTTP status, ``info`` and ``reason`` of the body
+``{"status":{"status":1,"info":…,"code":-1,"reason":…}}``, and the one table from an HTTP status to a
+gRPC code (spec §7). Everything the dialect raises or catches becomes a `SeldonError` in `as_seldon_error`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+
+from inferd.core.errors import InferdError, InvalidInput, ModelNotReady, PayloadTooLarge
+from inferd.dialects.seldon.user_model import is_not_implemented, seldon_exception_fields
+
+logger = logging.getLogger("inferd.seldon")
+
+BAD_DATA = "MICROSERVICE_BAD_DATA"
+INTERNAL_ERROR = "MICROSERVICE_INTERNAL_ERROR"
+BAD_METRIC = "MICROSERVICE_BAD_METRIC"
+BAD_METADATA = "MICROSERVICE_BAD_METADATA"
+BAD_PARAMETER = "MICROSERVICE_BAD_PARAMETER"
+
+GRPC_CODES = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    404: grpc.StatusCode.NOT_FOUND,
+    409: grpc.StatusCode.ALREADY_EXISTS,
+    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    503: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+class SeldonError(Exception):
+    """An answer in Seldon's error shape; ``not_implemented`` marks a method the user class lacks."""
+
+    def __init__(
+        self, info: str, status: int = 400, reason: str = BAD_DATA, not_implemented: bool = False
+    ) -> None:
+        super().__init__(info)
+        self.info, self.status, self.reason = info, status, reason
+        self.not_implemented = not_implemented
+
+    def body(self) -> dict[str, Any]:
+        return {"status": {"status": 1, "info": self.info, "code": -1, "reason": self.reason}}
+
+    @property
+    def grpc_code(self) -> grpc.StatusCode:
+        if self.not_implemented:
+            return grpc.StatusCode.UNIMPLEMENTED
+        return GRPC_CODES.get(self.status, grpc.StatusCode.INTERNAL)
+
+
+def as_seldon_error(exc: BaseException) -> SeldonError:
+    """What the client of a Seldon route gets for ``exc``: Seldon exceptions keep their status and
+    reason, inferd's client errors are bad data, anything else is a 500 with ``str(exc)`` (as Seldon)."""
+    if isinstance(exc, SeldonError):
+        return exc
+    fields = seldon_exception_fields(exc)
+    if fields is not None:
+        status, message, reason = fields
+        return SeldonError(message, status, reason, not_implemented=is_not_implemented(exc))
+    if isinstance(exc, PayloadTooLarge):
+        return SeldonError(exc.message, 413)
+    if isinstance(exc, InvalidInput):
+        return SeldonError(exc.message)
+    if isinstance(exc, ModelNotReady):
+        return SeldonError(exc.message, 503, INTERNAL_ERROR)
+    if isinstance(exc, InferdError):
+        return SeldonError(exc.message, 500, INTERNAL_ERROR)
+    logger.error("Seldon component raised", exc_info=exc)
+    return SeldonError(str(exc), 500, INTERNAL_ERROR)

@@ -1,0 +1,168 @@
+"""The Seldon dialect: ``inferd serve MyModel --dialect seldon``, as ``seldon-core-microservice MyModel``.
+
+The positional names a class: ``MyModel`` is class ``MyModel`` of module ``MyModel`` (in the working
+directory), ``pkg.mod.Class`` splits at the last dot, and ``module:Class`` or ``file.py:Class`` work
+too. ``--parameters`` (or ``PREDICTIVE_UNIT_PARAMETERS``) become the constructor's keyword arguments
+with their declared types. Seldon's port and option variables fill the settings not given otherwise.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from starlette.routing import BaseRoute
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.errors import TargetError
+from inferd.core.importer import add_to_path, import_from_string, split_target
+from inferd.core.model import Model
+from inferd.core.settings import Settings
+from inferd.dialects.base import ServedModel
+from inferd.dialects.seldon import grpc, rest
+from inferd.dialects.seldon.component import SeldonModel
+from inferd.dialects.seldon.user_model import install_aliases
+
+#: Methods that make a class a Seldon component.
+COMPONENT_METHODS = (
+    "predict",
+    "predict_raw",
+    "transform_input",
+    "transform_input_raw",
+    "transform_output",
+    "transform_output_raw",
+    "route",
+    "route_raw",
+    "aggregate",
+    "aggregate_raw",
+    "send_feedback",
+)
+#: Seldon's environment variable → (inferd setting, converter).
+ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "PREDICTIVE_UNIT_HTTP_SERVICE_PORT": ("port", int),
+    "PREDICTIVE_UNIT_GRPC_SERVICE_PORT": ("grpc_port", int),
+    "PREDICTIVE_UNIT_METRICS_SERVICE_PORT": ("metrics_port", int),
+    "SERVICE_TYPE": ("service_type", str),
+    "PREDICTIVE_UNIT_PARAMETERS": ("parameters", str),
+    "GUNICORN_WORKERS": ("workers", int),
+    "SELDON_LOG_LEVEL": ("log_level", str.lower),
+}
+#: seldon-core-microservice's ports when nothing says otherwise (its metrics port only when set: inferd
+#: also serves metrics on the HTTP port).
+DEFAULT_PORTS = {"port": 9000, "grpc_port": 5000}
+PARAMETER_TYPES = {"INT": int, "FLOAT": float, "DOUBLE": float, "STRING": str, "BOOL": None}
+
+
+def class_target(target: str) -> str:
+    """``module:Class`` for Seldon's ways of naming the class."""
+    if split_target(target)[1] is not None:
+        return target
+    if target.endswith(".py"):
+        raise TargetError(f"'{target}' names a file; name the class: {target}:ClassName")
+    module, _, attr = target.rpartition(".")
+    return f"{module}:{attr}" if module else f"{target}:{target}"
+
+
+def load_user_class(target: str) -> type:
+    install_aliases()
+    add_to_path(Path.cwd())
+    found = import_from_string(class_target(target))
+    if not inspect.isclass(found):
+        raise TargetError(f"'{target}' is not a class; Seldon serves a class with predict(X, names)")
+    return found
+
+
+def looks_like_component(target: str) -> bool:
+    if "/" in target and ":" not in target:
+        return False
+    try:
+        found = load_user_class(target)
+    except Exception:
+        return False
+    return not issubclass(found, Model) and any(callable(getattr(found, m, None)) for m in COMPONENT_METHODS)
+
+
+def parse_parameters(text: str | None) -> dict[str, Any]:
+    """``[{"name", "value", "type"}]`` → keyword arguments; a bad list, type or value is a TargetError."""
+    if not text:
+        return {}
+    try:
+        declared = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise TargetError(f"MICROSERVICE_BAD_PARAMETER: parameters are not JSON: {exc}") from None
+    if not isinstance(declared, list):
+        raise TargetError("MICROSERVICE_BAD_PARAMETER: parameters must be a JSON list")
+    parameters: dict[str, Any] = {}
+    for item in declared:
+        if not isinstance(item, dict) or not {"name", "value", "type"} <= item.keys():
+            raise TargetError(f"MICROSERVICE_BAD_PARAMETER: {item!r} needs name, value and type")
+        kind = str(item["type"]).upper()
+        if kind not in PARAMETER_TYPES:
+            raise TargetError(
+                f"MICROSERVICE_BAD_PARAMETER: {item['name']} has unknown type {item['type']!r}; "
+                f"expected one of {sorted(PARAMETER_TYPES)}"
+            )
+        parameters[item["name"]] = _convert(item["name"], item["value"], kind)
+    return parameters
+
+
+def _convert(name: str, value: Any, kind: str) -> Any:
+    text = str(value)
+    try:
+        if kind == "BOOL":
+            return _strtobool(text)
+        convert = PARAMETER_TYPES[kind]
+        assert convert is not None
+        return convert(text)
+    except ValueError:
+        raise TargetError(f"MICROSERVICE_BAD_PARAMETER: {name}={text!r} is not a valid {kind}") from None
+
+
+def _strtobool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("y", "yes", "t", "true", "on", "1"):
+        return True
+    if lowered in ("n", "no", "f", "false", "off", "0"):
+        return False
+    raise ValueError(text)
+
+
+def served_name(settings: Settings) -> str:
+    return settings.name or split_target(class_target(settings.target))[1].lower()  # type: ignore[union-attr]
+
+
+class SeldonDialect:
+    name = "seldon"
+
+    def detect(self, target: str) -> bool:
+        return looks_like_component(target)
+
+    def settings_from_environment(self) -> dict[str, Any]:
+        found: dict[str, Any] = dict(DEFAULT_PORTS)
+        for variable, (field, convert) in ENVIRONMENT.items():
+            value = os.environ.get(variable)
+            if value:
+                found[field] = convert(value)
+        return found
+
+    def models(self, settings: Settings) -> list[ServedModel]:
+        user_class = load_user_class(settings.target)
+        parameters = parse_parameters(settings.parameters)
+
+        def factory() -> Model:
+            return SeldonModel(user_class, parameters, settings.service_type, settings.predict_in_thread)
+
+        return [ServedModel(served_name(settings), factory, settings.model_version)]
+
+    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+        return rest.routes(dataplane, served_name(settings))
+
+    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+        return [grpc.registrar(dataplane, served_name(settings))]
+
+
+dialect = SeldonDialect()

@@ -1,0 +1,149 @@
+"""Seldon's custom metrics on inferd's Prometheus endpoint (spec §9).
+
+User ``metrics()``, ``SeldonResponse.metrics`` and ``meta.metrics`` of raw returns are recorded per
+call: COUNTER accumulates (exposed as ``<key>_total``), GAUGE holds the last value (the most recent
+write wins across workers), TIMER is milliseconds observed in seconds into a histogram with Seldon's
+buckets. Every series carries the metric's own tags, the ``method``, the deployment labels Seldon
+reads from its environment and ``worker_id``. prometheus_client's multiprocess mode sums workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
+
+from inferd.dialects.seldon.errors import BAD_METRIC, SeldonError
+
+NOT_IMPLEMENTED = "NOT_IMPLEMENTED"
+TYPES = ("COUNTER", "GAUGE", "TIMER")
+#: ``[0]``, 50 log-spaced bounds from 1 ms to 30 s, then +Inf (added by prometheus_client).
+TIMER_BUCKETS = (0.0, *np.geomspace(0.001, 30, 50).tolist())
+
+PREDICT = "predict"
+TRANSFORM_INPUT = "inputtransform"
+TRANSFORM_OUTPUT = "outputtransform"
+ROUTE = "router"
+AGGREGATE = "aggregate"
+FEEDBACK = "feedback"
+HEALTH = "health"
+
+
+def deployment_labels(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The labels Seldon derives from the operator's environment, ``NOT_IMPLEMENTED`` when unset."""
+    image = environ.get("PREDICTIVE_UNIT_IMAGE", "")
+    image_name, _, image_version = image.rpartition(":") if ":" in image else (image, "", "")
+    try:
+        predictor_version = json.loads(environ.get("PREDICTOR_LABELS", "{}")).get("version")
+    except (ValueError, AttributeError):
+        predictor_version = None
+    deployment = environ.get("SELDON_DEPLOYMENT_ID") or NOT_IMPLEMENTED
+    return {
+        "deployment_name": deployment,
+        "model_name": environ.get("PREDICTIVE_UNIT_ID") or NOT_IMPLEMENTED,
+        "model_image": image_name or NOT_IMPLEMENTED,
+        "model_version": image_version or NOT_IMPLEMENTED,
+        "predictor_name": environ.get("PREDICTOR_ID") or NOT_IMPLEMENTED,
+        "predictor_version": predictor_version or NOT_IMPLEMENTED,
+        "seldon_deployment_name": deployment,
+        "image_name": image_name or NOT_IMPLEMENTED,
+        "image_version": image_version or NOT_IMPLEMENTED,
+    }
+
+
+def validate(metrics: Any) -> list[dict[str, Any]]:
+    """``metrics`` if it is a list of ``{key, type, value[, tags]}``; else 500 BAD_METRIC, as Seldon."""
+    valid = isinstance(metrics, (list, tuple)) and all(
+        isinstance(metric, dict)
+        and isinstance(metric.get("key"), str)
+        and metric.get("type") in TYPES
+        and isinstance(metric.get("value"), (int, float))
+        and not isinstance(metric.get("value"), bool)
+        and isinstance(metric.get("tags", {}), dict)
+        for metric in metrics
+    )
+    if not valid:
+        raise SeldonError(f"Bad metric created during request: {metrics!r}", 500, BAD_METRIC)
+    return list(metrics)
+
+
+class CustomMetrics:
+    """Records validated Seldon metrics into prometheus_client, creating each family on first use."""
+
+    def __init__(self, labels: dict[str, str] | None = None) -> None:
+        self.labels = {**(labels or deployment_labels()), "worker_id": str(os.getpid())}
+        self._families: dict[str, tuple[str, MetricWrapperBase, tuple[str, ...]]] = {}
+        self._lock = threading.Lock()
+        feedback_labels = tuple(self.labels)
+        self._feedback = Counter(
+            "seldon_api_model_feedback", "Seldon feedback requests", feedback_labels
+        ).labels(**self.labels)
+        self._reward = Counter(
+            "seldon_api_model_feedback_reward", "Seldon feedback reward", feedback_labels
+        ).labels(**self.labels)
+
+    def record(self, metrics: Sequence[dict[str, Any]], method: str) -> None:
+        for metric in metrics:
+            kind, family, label_names = self._family(metric["key"], metric["type"], metric.get("tags") or {})
+            tags = {str(key): str(value) for key, value in (metric.get("tags") or {}).items()}
+            values = {**tags, "method": method, **self.labels}
+            child = family.labels(*(values.get(name, "") for name in label_names))
+            value = float(metric["value"])
+            if kind == "COUNTER":
+                if value < 0:
+                    raise SeldonError(f"COUNTER {metric['key']} cannot decrease by {value}", 500, BAD_METRIC)
+                child.inc(value)  # type: ignore[attr-defined]
+            elif kind == "GAUGE":
+                child.set(value)  # type: ignore[attr-defined]
+            else:
+                child.observe(value / 1000)  # type: ignore[attr-defined]
+
+    def feedback(self, reward: float) -> None:
+        """Seldon counts feedback with a non-zero reward, and sums the rewards."""
+        self._feedback.inc()
+        self._reward.inc(reward)
+
+    def _family(
+        self, key: str, kind: str, tags: dict[str, Any]
+    ) -> tuple[str, MetricWrapperBase, tuple[str, ...]]:
+        """The family of ``key``, created with the label names of its first use; a key used with
+        another type is a bad metric."""
+        with self._lock:
+            found = self._families.get(key)
+            if found is None:
+                names = (*sorted(str(tag) for tag in tags if tag not in self.labels), "method", *self.labels)
+                try:
+                    found = (kind, _create(key, kind, names), names)
+                except ValueError as exc:
+                    raise SeldonError(f"Bad metric {key!r}: {exc}", 500, BAD_METRIC) from None
+                self._families[key] = found
+        if found[0] != kind:
+            raise SeldonError(f"metric {key!r} is a {found[0]}, not a {kind}", 500, BAD_METRIC)
+        return found
+
+
+def _create(key: str, kind: str, label_names: tuple[str, ...]) -> MetricWrapperBase:
+    description = f"Seldon custom {kind.lower()} {key}"
+    if kind == "COUNTER":
+        return Counter(key, description, label_names)
+    if kind == "GAUGE":
+        return Gauge(key, description, label_names, multiprocess_mode="mostrecent")
+    return Histogram(key, description, label_names, buckets=TIMER_BUCKETS)
+
+
+_recorder: CustomMetrics | None = None
+
+
+def recorder() -> CustomMetrics:
+    """This process's one recorder: prometheus_client families are process-wide, so a reloaded
+    component keeps counting into the same ones."""
+    global _recorder
+    if _recorder is None:
+        _recorder = CustomMetrics()
+    return _recorder

@@ -1,0 +1,189 @@
+"""inferd's own equivalents of the names Seldon user code imports, so seldon-core is never required.
+
+``seldon_core.user_model.SeldonResponse`` / ``SeldonComponent`` and ``seldon_core.flask_utils.
+SeldonMicroserviceException`` / ``SeldonNotImplementedError`` behave here as in seldon-core 1.18. When
+seldon-core is not installed (or cannot be imported), `install_aliases` makes those two module paths
+resolve to this module, so ``from seldon_core.user_model import SeldonResponse`` works unchanged; a
+working seldon-core is never shadowed. The dialect recognises the real classes by duck typing (`is_response`,
+`seldon_exception_fields`), so it never imports seldon-core itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import sys
+import types
+from typing import Any, NoReturn
+
+logger = logging.getLogger("inferd.seldon")
+
+
+class SeldonMicroserviceException(Exception):
+    """An error with the HTTP status and ``reason`` the client gets in Seldon's error body."""
+
+    status_code = 400
+
+    def __init__(
+        self,
+        message: str,
+        status_code: int | None = None,
+        payload: Any = None,
+        reason: str = "MICROSERVICE_BAD_DATA",
+    ) -> None:
+        Exception.__init__(self)
+        self.message = message
+        if status_code is not None:
+            self.status_code = status_code
+        self.payload = payload
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": {"status": 1, "info": self.message, "code": -1, "reason": self.reason}}
+
+
+class SeldonNotImplementedError(SeldonMicroserviceException):
+    """Raised by `SeldonComponent`'s stubs: the server treats the method as absent."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class SeldonResponse:
+    """A return value carrying per-request ("runtime") tags and metrics beside the data."""
+
+    def __init__(
+        self, data: Any, tags: dict[str, Any] | None = None, metrics: list[dict[str, Any]] | None = None
+    ) -> None:
+        self.data = data
+        self.tags = tags or {}
+        self.metrics = metrics or []
+
+    @classmethod
+    def create(cls, data: Any) -> SeldonResponse:
+        return data if is_response(data) else cls(data)
+
+
+class SeldonComponent:
+    """Optional base class: every stub raises `SeldonNotImplementedError`, so only what a subclass
+    overrides counts as implemented."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        pass
+
+    def _missing(self, name: str) -> NoReturn:
+        raise SeldonNotImplementedError(f"{name} is not implemented")
+
+    def tags(self) -> dict[str, Any]:
+        return self._missing("tags")
+
+    def class_names(self) -> list[str]:
+        return self._missing("class_names")
+
+    def load(self) -> None:
+        pass
+
+    def predict(self, X: Any, names: Any, meta: Any = None) -> Any:
+        return self._missing("predict")
+
+    def predict_raw(self, msg: Any) -> Any:
+        return self._missing("predict_raw")
+
+    def send_feedback_raw(self, feedback: Any) -> Any:
+        return self._missing("send_feedback_raw")
+
+    def transform_input(self, X: Any, names: Any, meta: Any = None) -> Any:
+        return self._missing("transform_input")
+
+    def transform_input_raw(self, msg: Any) -> Any:
+        return self._missing("transform_input_raw")
+
+    def transform_output(self, X: Any, names: Any, meta: Any = None) -> Any:
+        return self._missing("transform_output")
+
+    def transform_output_raw(self, msg: Any) -> Any:
+        return self._missing("transform_output_raw")
+
+    def metrics(self) -> list[dict[str, Any]]:
+        return self._missing("metrics")
+
+    def feature_names(self) -> list[str]:
+        return self._missing("feature_names")
+
+    def send_feedback(
+        self, features: Any, feature_names: Any, reward: Any, truth: Any, routing: Any = None
+    ) -> Any:
+        return self._missing("send_feedback")
+
+    def route(self, features: Any, feature_names: Any) -> int:
+        return self._missing("route")
+
+    def route_raw(self, msg: Any) -> Any:
+        return self._missing("route_raw")
+
+    def aggregate(self, features_list: Any, feature_names_list: Any) -> Any:
+        return self._missing("aggregate")
+
+    def aggregate_raw(self, msgs: Any) -> Any:
+        return self._missing("aggregate_raw")
+
+    def health_status(self) -> Any:
+        return self._missing("health_status")
+
+    def health_status_raw(self) -> Any:
+        return self._missing("health_status_raw")
+
+    def init_metadata(self) -> dict[str, Any]:
+        return self._missing("init_metadata")
+
+
+def is_response(value: Any) -> bool:
+    """A `SeldonResponse`, inferd's or seldon-core's."""
+    return type(value).__name__ == "SeldonResponse" and hasattr(value, "data") and hasattr(value, "tags")
+
+
+def is_not_implemented(exc: BaseException) -> bool:
+    return any(cls.__name__ == "SeldonNotImplementedError" for cls in type(exc).__mro__)
+
+
+def seldon_exception_fields(exc: BaseException) -> tuple[int, str, str] | None:
+    """(status, message, reason) of a Seldon exception, inferd's, seldon-core's or a look-alike."""
+    if isinstance(exc, SeldonMicroserviceException):
+        return exc.status_code, exc.message, exc.reason
+    status, message = getattr(exc, "status_code", None), getattr(exc, "message", None)
+    if isinstance(status, int) and isinstance(message, str) and hasattr(exc, "reason"):
+        return status, message, str(getattr(exc, "reason", "MICROSERVICE_BAD_DATA"))
+    return None
+
+
+def install_aliases() -> None:
+    """Make ``seldon_core.user_model`` and ``seldon_core.flask_utils`` importable for user code: the
+    installed seldon-core's when they import, else this module. seldon-core 1.18 pins protobuf < 4 and
+    its generated code does not load beside inferd's protobuf, so an installed copy may fail to import;
+    user code then gets these equivalents instead of an ImportError."""
+    if importlib.util.find_spec("seldon_core") is not None:
+        try:
+            importlib.import_module("seldon_core.user_model")
+            importlib.import_module("seldon_core.flask_utils")
+            return
+        except Exception as exc:  # any failure of an installed seldon-core must not stop serving
+            logger.warning(
+                "seldon-core is installed but cannot be imported (%s: %s); its user_model and "
+                "flask_utils resolve to inferd's equivalents",
+                type(exc).__name__,
+                exc,
+            )
+            for name in [name for name in sys.modules if name.split(".")[0] == "seldon_core"]:
+                del sys.modules[name]
+    package = types.ModuleType("seldon_core")
+    package.__path__ = []
+    package.__doc__ = "inferd's stand-in for seldon-core: user_model and flask_utils."
+    this = sys.modules[__name__]
+    package.user_model = this  # type: ignore[attr-defined]
+    package.flask_utils = this  # type: ignore[attr-defined]
+    sys.modules.update(
+        {"seldon_core": package, "seldon_core.user_model": this, "seldon_core.flask_utils": this}
+    )

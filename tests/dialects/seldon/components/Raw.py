@@ -1,0 +1,30 @@
+"""Raw methods: answered verbatim (no names, no merging), a stub falling through, status from the body."""
+
+from seldon_core.user_model import SeldonComponent, SeldonNotImplementedError
+
+
+class Raw(SeldonComponent):
+    def predict_raw(self, msg):
+        if isinstance(msg, (bytes, str)):  # PAYLOAD_PASSTHROUGH: the body as it came
+            return msg[::-1]
+        if msg.get("strData") == "created":
+            return {"status": {"code": 201}, "jsonData": {"made": True}}
+        return {
+            "jsonData": {"raw": msg.get("jsonData")},
+            "meta": {"metrics": [{"type": "COUNTER", "key": "raw_counter", "value": 2}]},
+        }
+
+    def transform_input_raw(self, msg):
+        raise SeldonNotImplementedError("use the high-level method")
+
+    def transform_input(self, X, names, meta=None):
+        return X * 10
+
+    def route_raw(self, msg):
+        return {"data": {"ndarray": [[1]]}}
+
+    def aggregate_raw(self, msgs):
+        return {"jsonData": {"count": len(msgs if isinstance(msgs, list) else msgs["seldonMessages"])}}
+
+    def health_status_raw(self):
+        return {"jsonData": {"raw": "health"}}
