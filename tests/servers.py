@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from pathlib import Path
 
 READY = re.compile(
     r"inferd ready: http://(?P<host>[^:]+):(?P<port>\d+) grpc=(?P<grpc>\S+) models=(?P<models>\S*)"
+    r"( metrics=(?P<metrics>\S+))?"
 )
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60.0
@@ -28,6 +30,7 @@ class RunningServer:
     grpc_address: str | None
     models: list[str]
     stderr_lines: list[str] = field(default_factory=list)
+    metrics_url: str | None = None
 
     @property
     def http_address(self) -> str:
@@ -53,10 +56,16 @@ def inferd_command(*args: str) -> list[str]:
 
 @contextmanager
 def serve(
-    target: str, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    target: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    free_ports: bool = True,
 ) -> Iterator[RunningServer]:
-    """Run ``inferd serve TARGET --port 0 --grpc-port 0 ARGS`` until the block ends, then SIGTERM it."""
-    command = inferd_command("serve", target, "--port", "0", "--grpc-port", "0", *args)
+    """Run ``inferd serve TARGET --port 0 --grpc-port 0 ARGS`` until the block ends, then SIGTERM it;
+    without ``free_ports`` the ports are left to ARGS and the environment."""
+    ports = ("--port", "0", "--grpc-port", "0") if free_ports else ()
+    command = inferd_command("serve", target, *ports, *args)
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -77,6 +86,7 @@ def serve(
             None if grpc == "off" else grpc,
             [name for name in match["models"].split(",") if name],
             stderr_lines,
+            match["metrics"],
         )
     finally:
         if process.poll() is None:
@@ -113,3 +123,11 @@ def _wait_ready(process: subprocess.Popen[str], stderr_lines: list[str]) -> re.M
     raise RuntimeError(
         f"inferd exited with {process.returncode} before it was ready:\n{''.join(stderr_lines)}"
     )
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now (for tests that must name a port)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

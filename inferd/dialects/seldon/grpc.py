@@ -62,6 +62,8 @@ class SeldonServicer:
         try:
             model = self.component()
             message = json_format.MessageToDict(request)
+            if method == "aggregate":  # protobuf drops an empty list: it is still a list
+                message.setdefault("seldonMessages", [])
 
             def call() -> Any:
                 return model.call(method, message, native=request, protocol="grpc").body

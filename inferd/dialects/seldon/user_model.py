@@ -164,6 +164,8 @@ def install_aliases() -> None:
     installed seldon-core's when they import, else this module. seldon-core 1.18 pins protobuf < 4 and
     its generated code does not load beside inferd's protobuf, so an installed copy may fail to import;
     user code then gets these equivalents instead of an ImportError."""
+    if "seldon_core.user_model" in sys.modules and "seldon_core.flask_utils" in sys.modules:
+        return  # done before: the real modules, or these aliases
     if importlib.util.find_spec("seldon_core") is not None:
         try:
             importlib.import_module("seldon_core.user_model")

@@ -50,6 +50,10 @@ class Everything:
             }
         if word == "meta":
             return {"meta": self.seen_meta}
+        if word == "bad metric":
+            return SeldonResponse(word, metrics=[{"key": "no_type", "value": 1}])
+        if word == "timer":
+            return SeldonResponse(word, metrics=[{"type": "TIMER", "key": "runtime_timer", "value": 1500}])
         return word
 
     def transform_input(self, X, names, meta=None):

@@ -1,0 +1,113 @@
+"""Custom metrics on the Prometheus endpoint: types, labels, the Seldon endpoint path and port, and
+the sum over worker processes."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from tests.dialects.seldon.conftest import COMPONENTS
+from tests.servers import free_port, serve
+
+LABELS = (
+    'deployment_name="mydep",image_name="seldonio/everything",image_version="0.3",kind="test",'
+    'method="predict",model_image="seldonio/everything",model_name="classifier",model_version="0.3",'
+    'predictor_name="main",predictor_version="v7",seldon_deployment_name="mydep",worker_id="'
+)
+
+
+def samples(text: str, name: str) -> list[tuple[str, float]]:
+    """(labels, value) of every sample of ``name``."""
+    pattern = re.compile(rf"^{re.escape(name)}\{{(.*)\}} (\S+)$", re.MULTILINE)
+    return [(labels, float(value)) for labels, value in pattern.findall(text)]
+
+
+def total(text: str, name: str, **labels: str) -> float:
+    wanted = [f'{key}="{value}"' for key, value in labels.items()]
+    return sum(value for found, value in samples(text, name) if all(w in found for w in wanted))
+
+
+def test_counter_gauge_and_timer_with_seldon_labels(everything: httpx.Client) -> None:
+    before = total(everything.get("/prometheus").text, "everything_calls_total", method="predict")
+    for _ in range(3):
+        assert everything.post("/predict", json={"data": {"ndarray": [[1, 2]]}}).status_code == 200
+    text = everything.get("/prometheus").text
+    assert total(text, "everything_calls_total", method="predict") == before + 3
+    counter = samples(text, "everything_calls_total")
+    assert any(labels.startswith(LABELS) for labels, _ in counter), counter
+    assert total(text, "everything_gauge", method="predict") == 42
+    assert total(text, "everything_timer_count", method="predict") >= 3
+    # TIMER values are milliseconds, observed in seconds: 20.2 ms lands above the 0.0187 s bound.
+    assert total(text, "everything_timer_sum", method="predict") == pytest.approx(
+        0.0202 * total(text, "everything_timer_count", method="predict")
+    )
+    buckets = samples(text, "everything_timer_bucket")
+    bounds = sorted({float(re.search(r'le="([^"]+)"', labels).group(1)) for labels, _ in buckets})  # type: ignore[union-attr]
+    assert len(bounds) == 52 and bounds[0] == 0.0 and bounds[1] == 0.001 and bounds[-2] == pytest.approx(30)
+
+
+def test_runtime_timer_and_method_labels(everything: httpx.Client) -> None:
+    everything.post("/predict", json={"strData": "timer"})
+    everything.post("/transform-input", json={"data": {"ndarray": [[1]]}})
+    everything.get("/health/status")
+    text = everything.get("/metrics").text
+    assert total(text, "runtime_timer_sum") == pytest.approx(1.5 * total(text, "runtime_timer_count"))
+    for method in ("inputtransform", "health"):
+        assert total(text, "everything_calls_total", method=method) >= 1
+
+
+def test_bad_metric_is_500(everything: httpx.Client) -> None:
+    response = everything.post("/predict", json={"strData": "bad metric"})
+    assert response.status_code == 500
+    assert response.json()["status"]["reason"] == "MICROSERVICE_BAD_METRIC"
+    assert everything.post("/predict", json={"strData": "x"}).status_code == 200
+
+
+def test_feedback_counts_rewards(everything: httpx.Client) -> None:
+    text = everything.get("/metrics").text
+    count, rewards = (
+        total(text, "seldon_api_model_feedback_total"),
+        total(text, "seldon_api_model_feedback_reward_total"),
+    )
+    everything.post("/send-feedback", json={"request": {"data": {"ndarray": [[1]]}}, "reward": 2.5})
+    everything.post("/send-feedback", json={"request": {"data": {"ndarray": [[1]]}}, "reward": 0})
+    text = everything.get("/metrics").text
+    assert total(text, "seldon_api_model_feedback_total") == count + 1
+    assert total(text, "seldon_api_model_feedback_reward_total") == rewards + 2.5
+
+
+def test_metrics_port_sums_every_worker() -> None:
+    with serve(
+        "Everything", "--dialect", "seldon", "--workers", "2", "--metrics-port", "0", cwd=COMPONENTS
+    ) as server:
+        assert server.metrics_url is not None
+        for _ in range(20):  # a new connection each time, so the kernel spreads them over the workers
+            with httpx.Client(base_url=server.http_url) as http:
+                assert http.post("/predict", json={"data": {"ndarray": [[1]]}}).status_code == 200
+        for url in (server.metrics_url + "/metrics", server.http_url + "/metrics"):
+            text = httpx.get(url).text
+            assert total(text, "everything_calls_total", method="predict") == 20
+            assert total(text, "inferd_requests_total", model="everything", protocol="seldon") == 20
+
+
+def test_seldon_port_variables_are_honoured() -> None:
+    http_port, grpc_port, metrics_port = free_port(), free_port(), free_port()
+    env = {
+        "PREDICTIVE_UNIT_HTTP_SERVICE_PORT": str(http_port),
+        "PREDICTIVE_UNIT_GRPC_SERVICE_PORT": str(grpc_port),
+        "PREDICTIVE_UNIT_METRICS_SERVICE_PORT": str(metrics_port),
+    }
+    with serve("Identity", "--dialect", "seldon", env=env, cwd=COMPONENTS, free_ports=False) as server:
+        assert server.http_url.endswith(f":{http_port}")
+        assert server.grpc_address is not None and server.grpc_address.endswith(f":{grpc_port}")
+        assert server.metrics_url is not None and server.metrics_url.endswith(f":{metrics_port}")
+        assert "inferd_requests_total" in httpx.get(f"{server.metrics_url}/metrics").text
+        assert httpx.get(f"{server.http_url}/health/ping").text == "pong"
+
+
+def test_options_win_over_seldon_variables() -> None:
+    env = {"PREDICTIVE_UNIT_HTTP_SERVICE_PORT": str(free_port())}
+    with serve("Identity", "--dialect", "seldon", env=env, cwd=COMPONENTS) as server:
+        assert not server.http_url.endswith(f":{env['PREDICTIVE_UNIT_HTTP_SERVICE_PORT']}")
