@@ -282,3 +282,20 @@ def test_payload_passthrough_hands_the_body_to_predict_raw() -> None:
             assert response.headers["content-type"] == "application/json"
             # Only predict passes through; the other routes still decode.
             assert http.post("/transform-input", json=NDARRAY).json()["data"]["ndarray"] == [[10, 20]]
+
+
+def test_legacy_rest_and_grpc_methods_come_first() -> None:
+    import grpc
+    from google.protobuf import json_format
+
+    from inferd.dialects.seldon._generated import prediction_pb2 as pb
+    from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
+
+    with serve("Legacy", "--dialect", "seldon", cwd=COMPONENTS) as server:
+        body = httpx.post(f"{server.http_url}/predict", json={"strData": "x"}).json()
+        assert body == {"jsonData": {"legacy": "rest", "got": {"strData": "x"}}}
+        assert server.grpc_address is not None
+        with grpc.insecure_channel(server.grpc_address) as channel:
+            reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="y"))
+        assert json_format.MessageToDict(reply) == {"strData": "grpc:y"}
+        assert "predict_rest is deprecated" in server.wait_for_log("predict_rest is deprecated")
