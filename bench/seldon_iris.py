@@ -41,13 +41,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
 from loadgen import LUA, RESULT, ROOT, start_inferd
-from v2_iris import WRK_TIMEOUT, PeakRss, free_port, process_tree, request, stop
+from v2_iris import WRK_TIMEOUT, BenchError, PeakRss, ensure_env, free_port, process_tree, request, stop
 
 HOST = "127.0.0.1"
 PATH = "/api/v1.0/predictions"
@@ -89,10 +88,6 @@ class IrisModel:
 '''
 
 
-class BenchError(Exception):
-    """A server could not be prepared, started or checked."""
-
-
 @dataclass
 class Run:
     rps: float
@@ -119,25 +114,8 @@ class Server:
 
 def ensure_seldon_env() -> Path:
     """seldon-core in its own venv, bench/.envs/seldon, created on first use."""
-    executable = SELDON_ENV / "bin" / "seldon-core-microservice"
-    if executable.exists():
-        return executable
-    requirements = [
-        f"seldon-core=={SELDON_VERSION}",
-        "setuptools<81",
-        "joblib",
-        f"scikit-learn=={metadata.version('scikit-learn')}",  # so model.joblib loads as it does here
-    ]
-    print(f"installing {' '.join(requirements)} into {SELDON_ENV.relative_to(ROOT)} (once)...", flush=True)
-    python3 = shutil.which("python3") or sys.executable
-    pip = str(SELDON_ENV / "bin" / "pip")
-    for command in ([python3, "-m", "venv", str(SELDON_ENV)], [pip, "install", "--quiet", *requirements]):
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise BenchError(f"{' '.join(command)} failed:\n{(done.stdout + done.stderr)[-2000:]}")
-    if not executable.exists():
-        raise BenchError(f"pip installed seldon-core but {executable} is missing")
-    return executable
+    requirements = [f"seldon-core=={SELDON_VERSION}", "setuptools<81", "joblib"]
+    return ensure_env(SELDON_ENV, "seldon-core-microservice", requirements)
 
 
 def start_seldon(executable: Path, folder: Path) -> Server:

@@ -154,23 +154,28 @@ def mlserver_launch(workdir: Path) -> Launch:
     return Launch([str(executable), "start", str(workdir)], workdir, port)
 
 
-def ensure_mlserver_env() -> Path:
-    """MLServer in its own venv, bench/.envs/mlserver, created on first use."""
-    executable = MLSERVER_ENV / "bin" / "mlserver"
-    if executable.exists():
-        return executable
-    # the same scikit-learn as ours, so the pickled model loads exactly as it does in inferd
-    requirements = [*MLSERVER_REQUIREMENTS, f"scikit-learn=={metadata.version('scikit-learn')}"]
-    console.print(f"installing {' '.join(requirements)} into {MLSERVER_ENV.relative_to(ROOT)} (once)...")
+def ensure_env(env: Path, executable: str, requirements: Sequence[str]) -> Path:
+    """A peer in its own venv ``env``, created on first use with ``requirements`` and the same
+    scikit-learn as ours (so a pickled model loads exactly as it does in inferd); its ``executable``."""
+    found = env / "bin" / executable
+    if found.exists():
+        return found
+    requirements = [*requirements, f"scikit-learn=={metadata.version('scikit-learn')}"]
+    console.print(f"installing {' '.join(requirements)} into {env.relative_to(ROOT)} (once)...")
     python3 = shutil.which("python3") or sys.executable
-    pip = str(MLSERVER_ENV / "bin" / "pip")
-    for command in ([python3, "-m", "venv", str(MLSERVER_ENV)], [pip, "install", "--quiet", *requirements]):
+    pip = str(env / "bin" / "pip")
+    for command in ([python3, "-m", "venv", str(env)], [pip, "install", "--quiet", *requirements]):
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise BenchError(f"{' '.join(command)} failed:\n{_tail(done.stdout + done.stderr)}")
-    if not executable.exists():
-        raise BenchError(f"pip installed MLServer but {executable} is missing")
-    return executable
+    if not found.exists():
+        raise BenchError(f"pip installed {requirements[0]} but {found} is missing")
+    return found
+
+
+def ensure_mlserver_env() -> Path:
+    """MLServer in its own venv, bench/.envs/mlserver, created on first use."""
+    return ensure_env(MLSERVER_ENV, "mlserver", MLSERVER_REQUIREMENTS)
 
 
 SERVERS = (

@@ -10,6 +10,7 @@ input (the features) and one output ``output-0``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -35,6 +36,13 @@ logger = logging.getLogger("inferd.seldon")
 
 OUTPUT = "output-0"
 STUBBED_HEALTH = "not implemented - assuming healthy"
+TRANSFORMS = ("transform_input", "transform_output")
+#: The Prometheus ``method`` label of each message method.
+LABELS = {
+    "predict": metrics.PREDICT,
+    "transform_input": metrics.TRANSFORM_INPUT,
+    "transform_output": metrics.TRANSFORM_OUTPUT,
+}
 #: The method V2 calls, by service type.
 V2_METHODS = {
     "MODEL": "predict",
@@ -110,9 +118,7 @@ class SeldonModel(Model):
         if callable(service):
             threading.Thread(target=service, name="seldon-custom-service", daemon=True).start()
         self._methods: dict[str, Callable[[Any, Any, str], Reply]] = {
-            "predict": self._predict,
-            "transform_input": self._transform_input,
-            "transform_output": self._transform_output,
+            **{name: functools.partial(self._transform, name) for name in ("predict", *TRANSFORMS)},
             "route": self._route,
             "aggregate": self._aggregate,
             "send_feedback": self._send_feedback,
@@ -145,25 +151,15 @@ class SeldonModel(Model):
 
     # --- the Seldon methods -----------------------------------------------------------------------
 
-    def _predict(self, request: Any, raw_input: Any, protocol: str) -> Reply:
-        found, raw = self._raw("predict", raw_input, metrics.PREDICT)
+    def _transform(self, name: str, request: Any, raw_input: Any, protocol: str) -> Reply:
+        """predict, transform_input and transform_output: the raw method's answer if it has one
+        (on predict, a ``status.code`` in it is the HTTP status), else the high-level method's."""
+        label = LABELS[name]
+        found, raw = self._raw(name, raw_input, label)
         if found:
-            code = raw.get("status", {}).get("code") if isinstance(raw, dict) else None
-            status = code if isinstance(code, int) and 100 <= code <= 599 else 200
-            return Reply(raw, status)
-        return self._high_level("predict", request, metrics.PREDICT, default=[])
-
-    def _transform_input(self, request: Any, raw_input: Any, protocol: str) -> Reply:
-        found, raw = self._raw("transform_input", raw_input, metrics.TRANSFORM_INPUT)
-        if found:
-            return Reply(raw)
-        return self._high_level("transform_input", request, metrics.TRANSFORM_INPUT)
-
-    def _transform_output(self, request: Any, raw_input: Any, protocol: str) -> Reply:
-        found, raw = self._raw("transform_output", raw_input, metrics.TRANSFORM_OUTPUT)
-        if found:
-            return Reply(raw)
-        return self._high_level("transform_output", request, metrics.TRANSFORM_OUTPUT)
+            code = raw.get("status", {}).get("code") if name == "predict" and isinstance(raw, dict) else None
+            return Reply(raw, code if isinstance(code, int) and 100 <= code <= 599 else 200)
+        return self._high_level(name, request, label, default=[] if name == "predict" else UNSET)
 
     def _high_level(self, name: str, request: Any, label: str, default: Any = UNSET) -> Reply:
         decoded = payload.decode(request)

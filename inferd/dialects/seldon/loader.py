@@ -41,6 +41,7 @@ COMPONENT_METHODS = (
     "aggregate_raw",
     "send_feedback",
 )
+CONFIGS = (".yaml", ".yml", ".json")
 #: Seldon's environment variable → (inferd setting, converter).
 ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "PREDICTIVE_UNIT_HTTP_SERVICE_PORT": ("port", int),
@@ -77,7 +78,9 @@ def load_user_class(target: str) -> type:
 
 
 def looks_like_component(target: str) -> bool:
-    if "/" in target and ":" not in target:
+    """A class with a Seldon method that is not an `inferd.Model`; paths and config files are not."""
+    module = split_target(target)[0]
+    if ("/" in target and ":" not in target) or Path(module).is_dir() or Path(module).suffix in CONFIGS:
         return False
     try:
         found = load_user_class(target)
