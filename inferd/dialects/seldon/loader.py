@@ -150,6 +150,8 @@ class SeldonDialect:
             value = os.environ.get(variable)
             if value:
                 found[field] = convert(value)
+        if os.environ.get("GRPC_WORKERS") == "0":  # Seldon's way to turn gRPC off
+            found["grpc_enabled"] = False
         return found
 
     def models(self, settings: Settings) -> list[ServedModel]:

@@ -36,7 +36,7 @@ def decode(message: Any) -> Decoded:
     """The features of ``message``; anything without a known payload key is bad data (400)."""
     if not isinstance(message, dict):
         raise SeldonError(f"Invalid request data type: {short(message)}")
-    meta = message.get("meta")
+    meta = checked_meta(message.get("meta"))
     if "data" in message:
         data = message["data"]
         if not isinstance(data, dict):
@@ -51,6 +51,28 @@ def decode(message: Any) -> Decoded:
     if "binData" in message:
         return Decoded(b64decode(message["binData"]), NO_NAMES, meta, "binData")
     raise SeldonError(f"Invalid request data type: {short(message)}")
+
+
+#: The parts of ``meta`` the server reads, and the JSON type each must have.
+META_TYPES: dict[str, tuple[type, str]] = {
+    "puid": (str, "string"),
+    "tags": (dict, "object"),
+    "routing": (dict, "object"),
+    "requestPath": (dict, "object"),
+    "metrics": (list, "list"),
+}
+
+
+def checked_meta(meta: Any) -> dict[str, Any] | None:
+    """``meta`` if it is an object whose known parts have their types; else bad data."""
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        raise SeldonError(f"Invalid meta: expected an object, got {short(meta)}")
+    for key, (kind, name) in META_TYPES.items():
+        if meta.get(key) is not None and not isinstance(meta[key], kind):
+            raise SeldonError(f"Invalid meta: '{key}' must be a JSON {name}")
+    return meta
 
 
 def datadef_to_array(data: dict[str, Any]) -> tuple[str, np.ndarray]:

@@ -179,6 +179,11 @@ def test_raw_stub_falls_through_to_the_high_level_method(raw: httpx.Client) -> N
     assert body["data"]["ndarray"] == [[10, 20]]
 
 
+def test_raw_feedback_gets_the_feedback_message(raw: httpx.Client) -> None:
+    feedback = {"request": {"meta": {"puid": "p9"}, "strData": "x"}, "reward": 0.5}
+    assert raw.post("/send-feedback", json=feedback).json() == {"jsonData": {"reward": 0.5, "puid": "p9"}}
+
+
 def test_raw_route_aggregate_and_health(raw: httpx.Client) -> None:
     assert raw.post("/route", json=NDARRAY).json() == {"data": {"ndarray": [[1]]}}
     assert raw.post("/aggregate", json=[NDARRAY, NDARRAY]).json() == {"jsonData": {"count": 2}}
@@ -259,6 +264,16 @@ def test_model_metadata_variable_wins_per_key() -> None:
             "platform": "yaml-platform",
             "versions": ["1.2"],
         }
+
+
+def test_model_metadata_variable_that_does_not_parse_is_500() -> None:
+    env = {"MODEL_METADATA": "{not: [valid"}
+    with serve("Identity", "--dialect", "seldon", env=env, cwd=COMPONENTS) as server:
+        with httpx.Client(base_url=server.http_url) as http:
+            response = http.get("/metadata")
+            assert response.status_code == 500
+            assert response.json()["status"]["reason"] == "MICROSERVICE_BAD_METADATA"
+            assert http.post("/predict", json=NDARRAY).status_code == 200
 
 
 def test_metrics_can_be_left_out_of_client_responses() -> None:

@@ -122,6 +122,11 @@ BAD_INPUT = [
     ({"binData": "%%%not base64"}, "Invalid base64 in binData"),
     ([1, 2], "Invalid request data type"),
     ({"data": {"tftensor": {"dtype": "DT_FLOAT", "noSuchField": 1}}}, "Invalid tftensor"),
+    ({"data": {"ndarray": [1]}, "meta": "not an object"}, "Invalid meta: expected an object"),
+    ({"strData": "x", "meta": {"tags": ["a"]}}, "Invalid meta: 'tags' must be a JSON object"),
+    ({"strData": "x", "meta": {"metrics": {"k": 1}}}, "Invalid meta: 'metrics' must be a JSON list"),
+    ({"data": "not an object"}, "'data' must be an object"),
+    ({"data": {"tensor": [1, 2]}}, "Invalid tensor"),
 ]
 
 
@@ -148,6 +153,7 @@ def test_bad_input_is_400_with_the_seldon_body(
             "Can't find JSON in data",
         ),
         ({"content": b"", "headers": {"content-type": "application/json"}}, "Can't find JSON in data"),
+        ({"files": {"strData": (None, "x"), "meta": (None, "{not json")}}, "Invalid JSON"),
         (
             {"content": b"--nope\r\nbroken", "headers": {"content-type": "multipart/form-data; boundary=b"}},
             "",

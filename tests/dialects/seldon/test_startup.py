@@ -102,3 +102,9 @@ def test_user_code_importing_an_installed_seldon_core_works() -> None:
             assert denied.status_code == 403 and denied.json()["status"]["reason"] == "MY_REASON"
             runtime = http.post("/predict", json={"data": {"ndarray": [[7, 7]]}}).json()
             assert runtime["meta"]["tags"]["rt"] == "yes"
+
+
+def test_grpc_workers_zero_turns_grpc_off() -> None:
+    with serve("Identity", "--dialect", "seldon", env={"GRPC_WORKERS": "0"}, cwd=COMPONENTS) as server:
+        assert server.grpc_address is None
+        assert httpx.get(f"{server.http_url}/health/ping").text == "pong"

@@ -26,5 +26,9 @@ class Raw(SeldonComponent):
     def aggregate_raw(self, msgs):
         return {"jsonData": {"count": len(msgs if isinstance(msgs, list) else msgs["seldonMessages"])}}
 
+    def send_feedback_raw(self, feedback):
+        # The Feedback message, as upstream hands it over on REST as well as gRPC.
+        return {"jsonData": {"reward": feedback.reward, "puid": feedback.request.meta.puid}}
+
     def health_status_raw(self):
         return {"jsonData": {"raw": "health"}}
