@@ -6,12 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test check lint format protos bench clean
 
+# seldon-core goes beside the environment, not in it (its pins, protobuf<4 and numpy<2, do not fit
+# inferd's): the Seldon tests put it on PYTHONPATH to run user code that imports it.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	# seldon-core beside the environment, not in it (its pins, protobuf<4 and numpy<2, do not fit
-	# inferd's): the Seldon tests put it on PYTHONPATH to run user code that imports it.
 	$(BIN)/pip install --quiet --no-deps --target $(VENV)/seldon-core 'seldon-core==1.18.2'
 	touch $(STAMP)
 
