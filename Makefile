@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint format protos bench clean
+.PHONY: demo test check lint format protos bench clean browser
 
 # seldon-core goes beside the environment, not in it (its pins, protobuf<4 and numpy<2, do not fit
 # inferd's): the Seldon tests put it on PYTHONPATH to run user code that imports it.
@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(BIN)/inferd serve examples/iris
 
 ## Install inferd with its test dependencies, then run the linters and the whole test suite.
-test: $(STAMP) lint
+test: $(STAMP) lint browser
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
@@ -41,3 +41,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
+
+# The Swagger UI test drives Debian's Chromium headless (never a browser download).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -12,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from inferd import __version__
@@ -21,6 +23,7 @@ from inferd.core.settings import Settings
 from inferd.dialects import resolve_dialect
 from inferd.dialects.abeja import local as abeja
 from inferd.dialects.abeja.service import AbejaModel, Call
+from inferd.dialects.deepaas import local as deepaas
 from inferd.engines import local
 from inferd.engines.supervisor import Supervisor
 from inferd.protocols.status import error_message
@@ -38,12 +41,18 @@ app = typer.Typer(
 errors = Console(stderr=True)
 
 USAGE_ERROR = 2
+ArgOption = Annotated[
+    list[str] | None, typer.Option("--arg", "-a", help="DEEPaaS argument KEY=VALUE (repeatable).")
+]
+FileOption = Annotated[
+    list[str] | None, typer.Option("--file", "-f", help="DEEPaaS file argument FIELD=PATH (repeatable).")
+]
 DIALECT_HELP = "Handler convention: auto, native, seldon, deepaas, cortex or abeja."
 ABEJA_STYLE_HELP = "ABEJA handler style: auto, 18.10 (generator) or 19.04 (request handler)."
 
 
 def _fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -93,9 +102,14 @@ def serve(
     ] = None,
     dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
     name: Annotated[str | None, typer.Option(help="Serve the model under this name.")] = None,
-    host: Annotated[str | None, typer.Option(help="Interface to bind [default: 127.0.0.1].")] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", "--listen-ip", help="Interface to bind [default: 127.0.0.1].")
+    ] = None,
     port: Annotated[
-        int | None, typer.Option("--port", "--http-port", help="HTTP port, 0 for a free one [default: 8080].")
+        int | None,
+        typer.Option(
+            "--port", "--http-port", "--listen-port", help="HTTP port, 0 for a free one [default: 8080]."
+        ),
     ] = None,
     grpc_port: Annotated[
         int | None, typer.Option(help="gRPC port, 0 for a free one [default: 8081].")
@@ -123,16 +137,35 @@ def serve(
     parameters: Annotated[
         str | None, typer.Option(help='Seldon parameters: [{"name": ..., "value": ..., "type": "INT"}].')
     ] = None,
+    model_name: Annotated[
+        str | None, typer.Option(help="DEEPaaS: the deepaas.v2.model entry point to serve [default: all].")
+    ] = None,
+    base_path: Annotated[str | None, typer.Option(help="DEEPaaS: a prefix for its routes.")] = None,
+    predict_endpoint: Annotated[
+        bool | None, typer.Option("--predict-endpoint/--nopredict-endpoint", help="DEEPaaS predict routes.")
+    ] = None,
+    train_endpoint: Annotated[
+        bool | None, typer.Option("--train-endpoint/--notrain-endpoint", help="DEEPaaS training routes.")
+    ] = None,
+    doc_endpoint: Annotated[
+        bool | None, typer.Option("--doc-endpoint/--nodoc-endpoint", help="DEEPaaS Swagger UI at /api.")
+    ] = None,
+    warm: Annotated[bool | None, typer.Option("--warm/--nowarm", help="DEEPaaS: call warm() first.")] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Where state (training jobs) is kept [default: ./.inferd].")
+    ] = None,
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
     if not target and os.environ.get("HANDLER"):
         target, dialect = os.environ["HANDLER"], dialect or "abeja"
     if not target and os.environ.get("MODEL_NAME"):  # a Seldon s2i image
         target, dialect = os.environ["MODEL_NAME"], dialect or "seldon"
-    if not target and not os.environ.get("INFERD_TARGET"):
+    if not target and os.environ.get("DEEPAAS_V2_MODEL"):
+        dialect = dialect or "deepaas"
+    if not target and not os.environ.get("INFERD_TARGET") and dialect != "deepaas":
         _fail(
             "missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler, "
-            "MODEL_NAME=Class for a Seldon component)"
+            "MODEL_NAME=Class for a Seldon component, or pass --dialect deepaas for DEEPaaS entry points)"
         )
     settings = _settings(
         target=target,
@@ -150,6 +183,13 @@ def serve(
         metrics_port=metrics_port,
         service_type=service_type,
         parameters=parameters,
+        model_name=model_name,
+        base_path=base_path,
+        predict_endpoint=predict_endpoint,
+        train_endpoint=train_endpoint,
+        doc_endpoint=doc_endpoint,
+        warm=warm,
+        data_dir=data_dir,
     )
     configure_logging(settings.log_level)
     settings = _with_platform_environment(settings)
@@ -191,14 +231,23 @@ def _runtime_or_exit(settings: Settings) -> Runtime:
 
 @app.command()
 def predict(
-    target: Annotated[str, typer.Argument(help="What to load, as for `inferd serve`.")],
-    input: Annotated[
-        str, typer.Option("--input", "-i", help="A V2 inference request JSON file, or - for stdin.")
+    target: Annotated[
+        str, typer.Argument(help="What to load, as for `inferd serve` (a DEEPaaS model name).")
     ],
+    input: Annotated[
+        str | None, typer.Option("--input", "-i", help="A V2 inference request JSON file, or - for stdin.")
+    ] = None,
     dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
     model: Annotated[str | None, typer.Option(help="Model to call when the target serves several.")] = None,
+    arg: ArgOption = None,
+    file: FileOption = None,
 ) -> None:
-    """Run one prediction in this process and print the V2 JSON response."""
+    """Run one prediction in this process: V2 JSON in and out, or DEEPaaS --arg/--file arguments."""
+    if dialect == "deepaas":
+        _deepaas_call("predict", target, arg or [], file or [])
+        return
+    if input is None:
+        _fail("missing --input: a V2 inference request JSON file, or - for stdin")
     settings = _settings(target=target, dialect=dialect, log_level="warning")
     configure_logging(settings.log_level)
     runtime = _runtime_or_exit(settings)
@@ -220,6 +269,35 @@ def predict(
     except InferdError as exc:
         _fail(error_message(exc), code=1)
     sys.stdout.write(content.decode() + "\n")
+
+
+@app.command()
+def train(
+    target: Annotated[str, typer.Argument(help="The DEEPaaS model: an entry-point name or module:attr.")],
+    dialect: Annotated[str, typer.Option(help="Only deepaas trains.")] = "deepaas",
+    arg: ArgOption = None,
+    file: FileOption = None,
+) -> None:
+    """Train a DEEPaaS model once in this process, like `deepaas-cli train`, and print the record."""
+    if dialect != "deepaas":
+        _fail("only DEEPaaS models train: pass --dialect deepaas")
+    _deepaas_call("train", target, arg or [], file or [])
+
+
+def _deepaas_call(method: str, target: str, args: list[str], files: list[str]) -> None:
+    settings = _settings(dialect="deepaas", log_level="warning")
+    configure_logging(settings.log_level)
+    try:
+        result = deepaas.call(deepaas.load(target, settings), method, args, files)
+    except deepaas.LocalCallError as exc:
+        _fail(str(exc))
+    except (TargetError, ModelLoadError) as exc:
+        _fail(exc.message, code=1)
+    if isinstance(result, (bytes, bytearray)):
+        sys.stdout.buffer.write(result)
+        sys.stdout.flush()
+        return
+    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
 
 
 # --- ABEJA's local commands -----------------------------------------------------------------------

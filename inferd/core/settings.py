@@ -6,6 +6,7 @@ reference is generated from here and cannot drift.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -96,3 +97,25 @@ class Settings(BaseSettings):
     parameters: str | None = None
     """Seldon ``--parameters``: a JSON list of ``{"name", "value", "type"}`` (INT, FLOAT, DOUBLE,
     STRING, BOOL) passed to the component's constructor as keyword arguments."""
+
+    model_name: str | None = None
+    """DEEPaaS ``--model-name``: the one entry point of ``deepaas.v2.model`` to serve (all when unset;
+    ``deepaas-test`` is the built-in test model). ``DEEPAAS_V2_MODEL`` sets it too."""
+
+    base_path: str = ""
+    """DEEPaaS ``--base-path``: a prefix (starting with ``/``) for every DEEPaaS route."""
+
+    predict_endpoint: bool = True
+    """DEEPaaS predict routes; off, they answer 402 Payment Required (``--nopredict-endpoint``)."""
+
+    train_endpoint: bool = True
+    """DEEPaaS training routes; off, they answer 402 Payment Required (``--notrain-endpoint``)."""
+
+    doc_endpoint: bool = True
+    """The Swagger UI at ``/api`` (DEEPaaS); off, ``/api`` and ``/ui`` are 404 (``--nodoc-endpoint``)."""
+
+    warm: bool = True
+    """Call a DEEPaaS model's ``warm()`` in each worker before it reports ready (``--nowarm``)."""
+
+    data_dir: Path = Path(".inferd")
+    """Where inferd keeps state, such as the SQLite file of training jobs."""

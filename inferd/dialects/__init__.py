@@ -12,6 +12,7 @@ from inferd.dialects.base import Dialect
 #: Dialect name → import string of its `Dialect` object. Auto-detection tries them in this order.
 DIALECTS: dict[str, str] = {
     "native": "inferd.dialects.native:dialect",
+    "deepaas": "inferd.dialects.deepaas:dialect",
     "seldon": "inferd.dialects.seldon:dialect",
     "cortex": "inferd.dialects.cortex:dialect",
     "abeja": "inferd.dialects.abeja:dialect",
@@ -38,7 +39,8 @@ def detect(target: str) -> Dialect:
             return dialect
     raise TargetError(
         f"cannot tell what '{target}' is; expected path/to/model.py:Class (a subclass of inferd.Model), "
-        "a module:Class, a directory with a model.py, a Seldon component class (MyModel or module:Class), "
+        "a module:Class, a directory with a model.py, a DEEPaaS model (module:Class with get_predict_args), "
+        "a Seldon component class (MyModel or module:Class), "
         "a cortex.yaml, an ABEJA module:handler; "
         "or pass --dialect"
     )

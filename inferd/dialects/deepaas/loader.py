@@ -1,0 +1,158 @@
+"""The DEEPaaS dialect: models from the ``deepaas.v2.model`` entry-point group, as ``deepaas-run``
+found them, or a ``module`` / ``module:attr`` target for code that is not installed as a package.
+
+``--model-name`` (or ``DEEPAAS_V2_MODEL``) picks one entry point; without it every entry point is
+served side by side under its name. ``deepaas-test`` names the built-in test model.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import warnings
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from marshmallow.warnings import RemovedInMarshmallow4Warning
+from starlette.routing import BaseRoute
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.errors import ModelLoadError, TargetError
+from inferd.core.importer import add_to_path, import_from_string, split_target
+from inferd.core.model import Model
+from inferd.core.settings import Settings
+from inferd.dialects.base import ServedModel
+from inferd.dialects.deepaas import rest, test_model
+from inferd.dialects.deepaas.model import DeepaasModel
+
+logger = logging.getLogger("inferd.deepaas")
+
+GROUP = "deepaas.v2.model"
+#: Methods that make an object a DEEPaaS model (a Seldon class has ``predict`` too).
+MODEL_METHODS = ("get_metadata", "get_predict_args", "get_train_args")
+HOW_TO_REGISTER = (
+    f"register one in the '{GROUP}' entry-point group (pyproject.toml: "
+    f'[project.entry-points."{GROUP}"] mymodel = "mypackage.model:MyModel", then pip install it), '
+    "or serve it directly: inferd serve mypackage.model:MyModel --dialect deepaas "
+    f"(--model-name {test_model.NAME} serves the built-in test model)"
+)
+#: DEEPaaS's environment variables (oslo.config's OS_DEFAULT__<OPTION>) → inferd settings.
+ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "DEEPAAS_V2_MODEL": ("model_name", str),
+    "OS_DEFAULT__MODEL_NAME": ("model_name", str),
+    "OS_DEFAULT__LISTEN_IP": ("host", str),
+    "OS_DEFAULT__LISTEN_PORT": ("port", int),
+    "OS_DEFAULT__WORKERS": ("workers", int),
+    "OS_DEFAULT__BASE_PATH": ("base_path", str),
+}
+DEFAULT_PORT = 5000
+
+
+def accept_old_field_style() -> None:
+    """DEEPaaS models declare fields the webargs 5 way (``missing=``, ``location=``, ``description=``),
+    which marshmallow 3 still takes with a deprecation warning per declaration; inferd supports that
+    style on purpose, so the warnings are only noise in the model's log."""
+    warnings.filterwarnings("ignore", category=RemovedInMarshmallow4Warning)
+
+
+def entry_points() -> dict[str, metadata.EntryPoint]:
+    return {point.name: point for point in metadata.entry_points(group=GROUP)}
+
+
+def _test_model() -> Any:
+    return test_model.TestModel
+
+
+def _loadable(name: str, load: Callable[[], Any]) -> Callable[[], Any] | None:
+    """``load`` if the entry point imports here (failures are logged and skipped, as upstream)."""
+    try:
+        load()
+    except Exception:
+        logger.exception("model '%s' of '%s' failed to load; it is not served", name, GROUP)
+        return None
+    return load
+
+
+def discover(settings: Settings) -> dict[str, Callable[[], Any]]:
+    """Served name → how to load the model's object, in each process."""
+    accept_old_field_style()
+    if settings.target:
+        target = settings.target
+        name = settings.name or (split_target(target)[1] or target.rsplit(".", 1)[-1]).lower()
+        return {name: lambda: load_target(target)}
+    points = entry_points()
+    wanted = settings.model_name
+    if wanted == test_model.NAME and wanted not in points:
+        return {wanted: _test_model}
+    if wanted:
+        point = points.get(wanted)
+        found = _loadable(wanted, point.load) if point is not None else None
+        if found is None:
+            raise ModelLoadError(f"Model '{wanted}' not found in namespace '{GROUP}'")
+        return {wanted: found}
+    models = {name: load for name, point in points.items() if (load := _loadable(name, point.load))}
+    if not models:
+        raise TargetError(f"no DEEPaaS model found: {HOW_TO_REGISTER}")
+    if len(models) > 1:
+        logger.warning("Loading several models is deprecated: %s", ", ".join(models))
+    return models
+
+
+def load_target(target: str) -> Any:
+    accept_old_field_style()
+    add_to_path(Path.cwd())
+    return import_from_string(target)
+
+
+def looks_like_model(target: str) -> bool:
+    if not target or "/" in target or Path(target).suffix:
+        return False
+    try:
+        found = load_target(target)
+    except Exception:
+        return False
+    if inspect.isclass(found) and issubclass(found, Model):
+        return False
+    return any(callable(getattr(found, method, None)) for method in MODEL_METHODS)
+
+
+class DeepaasDialect:
+    name = "deepaas"
+
+    def detect(self, target: str) -> bool:
+        return looks_like_model(target)
+
+    def settings_from_environment(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"port": DEFAULT_PORT}
+        for variable, (setting, convert) in ENVIRONMENT.items():
+            value = os.environ.get(variable)
+            if value:
+                found[setting] = convert(value)
+        return found
+
+    def models(self, settings: Settings) -> list[ServedModel]:
+        if settings.base_path and not settings.base_path.startswith("/"):
+            raise TargetError(f"--base-path must start with '/': {settings.base_path!r}")
+        return [
+            ServedModel(name, _factory(name, load, settings.warm), settings.model_version)
+            for name, load in discover(settings).items()
+        ]
+
+    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+        return rest.routes(dataplane, settings)
+
+    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+        return []
+
+
+def _factory(name: str, load: Callable[[], Any], warm: bool) -> Callable[[], Model]:
+    def build() -> Model:
+        return DeepaasModel(name, load, warm)
+
+    return build
+
+
+dialect = DeepaasDialect()

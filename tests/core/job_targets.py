@@ -1,0 +1,52 @@
+"""Job targets for tests/core/test_jobs.py; module-level so a ``spawn`` child can import them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+class Unpicklable(Exception):
+    """An exception that cannot cross a process boundary: it holds a lock-like object."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.handle = lambda: None  # lambdas cannot be pickled
+
+
+def add(a: int, b: int) -> dict[str, Any]:
+    return {"sum": a + b, "big": "x" * 1_000_000}
+
+
+def raise_value_error() -> None:
+    raise ValueError("the learning rate must be positive")
+
+
+def raise_unpicklable() -> None:
+    raise Unpicklable("weights could not be read")
+
+
+def exit_hard(code: int) -> None:
+    os._exit(code)
+
+
+def sleep(seconds: float, started: Path | None = None) -> str:
+    if started is not None:
+        started.write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return "slept"
+
+
+def return_object() -> object:
+    return {1, 2}
+
+
+def sleep_with_child(seconds: float, started: Path) -> None:
+    """Sleep with a subprocess of its own, as a training script started with ``subprocess`` would."""
+    child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    started.write_text(f"{os.getpid()} {child.pid}")
+    child.wait()

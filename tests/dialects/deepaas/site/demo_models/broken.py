@@ -1,0 +1,1 @@
+raise ImportError("this model cannot be imported")
