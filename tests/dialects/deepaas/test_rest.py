@@ -36,7 +36,7 @@ def test_versions_and_v2_documents(demo: httpx.Client) -> None:
 
 
 def test_models_are_found_through_entry_points(demo: httpx.Client, demo_server: RunningServer) -> None:
-    assert sorted(demo_server.models) == ["classy", "instance", "moduly"]  # broken is skipped
+    assert sorted(demo_server.models) == ["classy", "instance", "moduly", "schemed"]  # broken is skipped
     assert "model 'broken' of 'deepaas.v2.model' failed to load" in demo_server.log
     models = {model["links"][0]["href"]: model for model in demo.get("/v2/models/").json()["models"]}
     assert list(models["/v2/models/classy"]) == ["id", "name", "links", "author", "version", "extra"]
@@ -156,8 +156,11 @@ def test_bad_arguments_are_422(demo: httpx.Client, kwargs: dict, messages: dict)
 
 def test_malformed_multipart_is_400_and_leaves_no_file(demo: httpx.Client) -> None:
     body = b'--b\r\nContent-Disposition: form-data; name="data"; filename="x"\r\n\r\nunterminated'
-    response = predict(demo, content=body, headers={"content-type": "multipart/form-data; boundary=b"})
-    assert response.status_code in (400, 422)
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "inferd-upload-*")))
+    response = predict(demo, content=body, headers={"content-type": "multipart/form-data"})  # no boundary
+    assert response.status_code == 400
+    assert response.text.startswith("400: malformed form body")
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "inferd-upload-*"))) == before
     assert predict(demo, params={"number": "1"}).status_code == 200
 
 
@@ -192,6 +195,15 @@ def test_response_schema_as_a_dict(demo: httpx.Client) -> None:
     assert (bad.status_code, bad.text) == (500, "500: ERROR validating model response, check server logs.")
     unknown = demo.post("/v2/models/moduly/predict/", params={"numbers": ["1"]})
     assert unknown.status_code == 500
+
+
+def test_response_schema_as_a_class_and_url_arguments(demo: httpx.Client) -> None:
+    good = demo.post("/v2/models/schemed/predict/", params={"link": "https://example.org/cat"})
+    assert good.json() == {"label": "cat", "score": 0.5}
+    bad = demo.post("/v2/models/schemed/predict/", params={"link": "https://example.org/wrong"})
+    assert (bad.status_code, bad.text) == (500, "500: ERROR validating model response, check server logs.")
+    not_url = demo.post("/v2/models/schemed/predict/", params={"link": "not a url"})
+    assert (not_url.status_code, not_url.json()) == (422, {"link": ["Not a valid URL."]})
 
 
 def test_instance_entry_point(demo: httpx.Client) -> None:
