@@ -19,8 +19,9 @@ import orjson
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
+from starlette.responses import Response
 
-from inferd.dialects.deepaas import uploads
+from inferd.dialects.deepaas import responses, uploads
 
 logger = logging.getLogger("inferd.deepaas")
 
@@ -169,3 +170,14 @@ async def _form_value(name: str, value: str | UploadFile, parsed: Parsed) -> Any
     uploaded = await uploads.save(name, value)
     parsed.temp_files.append(uploaded.filename)
     return uploaded
+
+
+async def parse_or_answer(request: Request, arguments: Arguments) -> Parsed | Response:
+    """The parsed arguments, or DEEPaaS's answer when they do not parse: 422 with webargs' messages,
+    400 for a body that is not what its content type says."""
+    try:
+        return await parse(request, arguments)
+    except ArgumentError as exc:
+        return responses.json(exc.messages, 422)
+    except MalformedBody as exc:
+        return responses.text(400, str(exc))

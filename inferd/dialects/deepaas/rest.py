@@ -25,7 +25,7 @@ from inferd.core import metrics
 from inferd.core.dataplane import DataPlane
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, swagger, training, ui, uploads
-from inferd.dialects.deepaas.arguments import ACCEPT, ANY_TYPE, ArgumentError, MalformedBody, parse
+from inferd.dialects.deepaas.arguments import ACCEPT, ANY_TYPE, parse_or_answer
 from inferd.dialects.deepaas.model import DeepaasModel
 from inferd.protocols.fallback import ANY_METHOD
 
@@ -140,20 +140,16 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
 
         return answer
 
-    def swagger_json(request: Request) -> Awaitable[Response]:
-        async def answer() -> Response:
-            docs = [model(name).swagger(name) for name in names]
-            return responses.json(
-                swagger.document(
-                    docs,
-                    version=__version__,
-                    base_path=base,
-                    predict=settings.predict_endpoint,
-                    train=settings.train_endpoint,
-                )
+    async def swagger_json(request: Request) -> Response:
+        return responses.json(
+            swagger.document(
+                [model(name).swagger(name) for name in names],
+                version=__version__,
+                base_path=base,
+                predict=settings.predict_endpoint,
+                train=settings.train_endpoint,
             )
-
-        return answer()
+        )
 
     table: list[BaseRoute] = [
         Route(base or "/", allow(("GET",), versions), methods=ANY_METHOD),
@@ -179,12 +175,9 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
 async def _predict(model: DeepaasModel, request: Request) -> Response:
     if not model.has("predict"):
         return responses.text(501)
-    try:
-        parsed = await parse(request, model.predict_args)
-    except ArgumentError as exc:
-        return responses.json(exc.messages, 422)
-    except MalformedBody as exc:
-        return responses.text(400, str(exc))
+    parsed = await parse_or_answer(request, model.predict_args)
+    if isinstance(parsed, Response):
+        return parsed
     try:
         output = await asyncio.to_thread(model.run_predict, parsed.values)
     except Exception as exc:

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 from inferd.core.jobs import STOPPED, JobRecord, JobRunner, JobStatus, JobStore
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, uploads
-from inferd.dialects.deepaas.arguments import ArgumentError, MalformedBody, parse
+from inferd.dialects.deepaas.arguments import parse_or_answer
 from inferd.dialects.deepaas.uploads import UploadedFile
 from inferd.protocols.fallback import ANY_METHOD
 
@@ -112,12 +112,9 @@ def routes(prefix: str, name: str, model: Callable[[str], Any], jobs: Jobs | Non
         found = model(name)
         if not found.has("train"):
             return responses.text(501)
-        try:
-            parsed = await parse(request, found.train_args)
-        except ArgumentError as exc:
-            return responses.json(exc.messages, 422)
-        except MalformedBody as exc:
-            return responses.text(400, str(exc))
+        parsed = await parse_or_answer(request, found.train_args)
+        if isinstance(parsed, Response):
+            return parsed
         record = jobs.store.create(name, _jsonable(shown_args(parsed.values)))
         target = functools.partial(run_training, jobs.settings.model_dump(), name, parsed.values)
         try:
