@@ -15,10 +15,15 @@ READY = re.compile(r"inferd ready: http://(\S+?) ")
 RESULT = re.compile(r"^V2_IRIS_RESULT (\{.*\})$", re.MULTILINE)
 
 
-def start_inferd(*args: str, cwd: Path | None = None) -> tuple[subprocess.Popen[str], str]:
-    """``inferd serve ARGS`` on a free port (its own session, for os.killpg) and its base URL."""
+def start_inferd(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """``inferd serve ARGS`` on a free port (its own session, for os.killpg) and its base URL; ``env``:
+    its whole environment (default: ours)."""
     command = [str(INFERD), "serve", *args, "--port", "0", "--no-grpc", "--log-level", "warning"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd, env=env
+    )
     assert process.stdout is not None
     for line in process.stdout:
         match = READY.search(line)

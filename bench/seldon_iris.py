@@ -31,29 +31,21 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from types import FrameType
 from urllib.parse import urlsplit
 
-from loadgen import LUA, RESULT, ROOT, start_inferd
-from v2_iris import WRK_TIMEOUT, BenchError, PeakRss, ensure_env, free_port, process_tree, request, stop
+from loadgen import ROOT, start_inferd
+from peers import Server, Target, arguments, interrupt, load, report, stop_strays, table, wait_ready
+from v2_iris import BenchError, ensure_env, free_port, request, stop
 
-HOST = "127.0.0.1"
 PATH = "/api/v1.0/predictions"
 BODY = '{"data":{"ndarray":[[5.1,3.5,1.4,0.2]]}}'
-TARGET_CONCURRENCY = 16
-TARGET_RATIO = 3.0
-START_TIMEOUT_S = 120.0
+TARGET = Target(concurrency=16, ratio=3.0, lower_p99=True)
 SELDON_ENV = ROOT / "bench" / ".envs" / "seldon"
 SELDON_VERSION = "1.18.2"
 MODEL_JOBLIB = ROOT / "examples" / "iris" / "model.joblib"
@@ -88,27 +80,6 @@ class IrisModel:
 '''
 
 
-@dataclass
-class Run:
-    rps: float
-    p50_ms: float
-    p99_ms: float
-    errors: int
-    peak_rss: int
-
-
-@dataclass
-class Server:
-    name: str
-    process: subprocess.Popen[str] | subprocess.Popen[bytes]
-    port: int
-    runs: dict[int, list[Run]] = field(default_factory=dict)
-
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}{PATH}"
-
-
 # ------------------------------------------------------------------------------------------ servers
 
 
@@ -130,16 +101,7 @@ def start_seldon(executable: Path, folder: Path) -> Server:
         process = subprocess.Popen(
             command, cwd=folder, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
         )
-    server = Server("seldon-core", process, port)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"seldon-core exited with {process.returncode}:\n{log.read_text()[-2000:]}")
-        with contextlib.suppress(OSError):
-            if request(port, "GET", "/health/ping")[0] == 200:
-                return server
-        time.sleep(0.2)
-    raise BenchError(f"seldon-core not ready in {START_TIMEOUT_S:.0f} s:\n{log.read_text()[-2000:]}")
+    return wait_ready(Server("seldon-core", process, port, PATH), "/health/ping", log)
 
 
 def probabilities(server: Server) -> list[float]:
@@ -159,161 +121,28 @@ def probabilities(server: Server) -> list[float]:
     return values
 
 
-def stop_strays() -> None:
-    """Kill the process group of any child of ours that leads its own (a server caught mid-start)."""
-    for pid, _ in process_tree(os.getpid())[1:]:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
-
-
-# ---------------------------------------------------------------------------------------------- wrk
-
-
-def measure(server: Server, concurrency: int, seconds: int) -> Run:
-    """One wrk run (bench/v2_iris.lua posting BODY as JSON) and the server tree's peak RSS meanwhile."""
-    threads = 1 if concurrency == 1 else 2
-    command = [
-        "wrk", f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "--timeout", WRK_TIMEOUT,
-        "-s", str(LUA), server.url,
-    ]  # fmt: skip
-    env = {**os.environ, "V2_IRIS_BODY": BODY}
-    with PeakRss(server.process.pid) as rss:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    match = RESULT.search(done.stdout)
-    if done.returncode != 0 or match is None:
-        raise BenchError(f"wrk failed (exit {done.returncode}): {done.stdout}{done.stderr}")
-    raw = json.loads(match.group(1))
-    errors = sum(raw[key] for key in ("non_2xx", "connect_errors", "read_errors", "write_errors", "timeouts"))
-    return Run(
-        rps=raw["requests"] / (raw["duration_us"] / 1e6),
-        p50_ms=raw["p50_us"] / 1000,
-        p99_ms=raw["p99_us"] / 1000,
-        errors=errors,
-        peak_rss=rss.peak_bytes,
-    )
-
-
-# ---------------------------------------------------------------------------------------- reporting
-
-
-@dataclass(frozen=True)
-class Cell:
-    rps: float
-    p50_ms: float
-    p99_ms: float
-    errors: int
-    peak_rss_mib: float
-
-
-def cell(server: Server, concurrency: int) -> Cell:
-    runs = server.runs[concurrency]
-    return Cell(
-        rps=statistics.median(run.rps for run in runs),
-        p50_ms=statistics.median(run.p50_ms for run in runs),
-        p99_ms=statistics.median(run.p99_ms for run in runs),
-        errors=sum(run.errors for run in runs),
-        peak_rss_mib=max(run.peak_rss for run in runs) / 2**20,
-    )
-
-
-def table(servers: dict[str, Server]) -> tuple[list[str], bool]:
-    """The table's lines and whether the target is met."""
-    inferd, seldon = servers["inferd"], servers["seldon-core"]
-    lines = [
-        f"{'concurrency':>11}  {'server':<11}  {'req/s':>8}  {'p50 ms':>7}  {'p99 ms':>7}  "
-        f"{'peak RSS MiB':>12}  {'errors':>6}  {'inferd / seldon-core':>20}"
-    ]
-    passed = None
-    for concurrency in sorted(set(inferd.runs) & set(seldon.runs)):
-        ours, theirs = cell(inferd, concurrency), cell(seldon, concurrency)
-        ratio = ours.rps / theirs.rps if theirs.rps else float("inf")
-        for name, one, shown in (("inferd", ours, f"{ratio:.2f}x"), ("seldon-core", theirs, "")):
-            lines.append(
-                f"{concurrency:>11}  {name:<11}  {one.rps:>8,.0f}  {one.p50_ms:>7.2f}  {one.p99_ms:>7.2f}  "
-                f"{one.peak_rss_mib:>12.1f}  {one.errors:>6}  {shown:>20}".rstrip()
-            )
-        if concurrency == TARGET_CONCURRENCY:
-            passed = ratio >= TARGET_RATIO and ours.p99_ms < theirs.p99_ms and not ours.errors + theirs.errors
-    verdict = {True: "PASS", False: "FAIL", None: "FAIL (not measured)"}[passed]
-    lines.append(
-        f"target: at concurrency {TARGET_CONCURRENCY}, inferd >= {TARGET_RATIO:.0f}x seldon-core's req/s "
-        f"and a lower p99, no errors: {verdict}"
-    )
-    return lines, passed is True
-
-
-def machine() -> list[str]:
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "?")
-    revision = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return [
-        f"# machine: {len(os.sched_getaffinity(0))} cores (nproc), {cpu}, {platform.system()} "
-        f"{platform.release()}, Python {platform.python_version()}, wrk on the same machine",
-        f"# inferd {revision or '?'}, seldon-core {SELDON_VERSION} (its defaults: gunicorn, 1 worker, "
-        "1 thread)",
-    ]
-
-
-def report(lines: list[str], args: argparse.Namespace) -> None:
-    now = datetime.now(timezone.utc)
-    header = [
-        f"# bench/seldon_iris.py --duration {args.duration} --rounds {args.rounds} --concurrency "
-        f"{' '.join(map(str, args.concurrency))}, {now:%Y-%m-%dT%H:%MZ}",
-        *machine(),
-        f"# POST {PATH} {BODY}, medians over the rounds; peak RSS: the server's process tree",
-    ]
-    text = "\n".join([*header, *lines]) + "\n"
-    print("\n" + text, end="")
-    path = ROOT / "bench" / "results" / f"seldon-{now:%Y-%m-%d}.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    print(f"wrote {path.relative_to(ROOT)}")
-
-
 # --------------------------------------------------------------------------------------------- main
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def bench(args: argparse.Namespace, folder: Path, servers: dict[str, Server]) -> None:
     executable = ensure_seldon_env()
     (folder / "IrisModel.py").write_text(IRIS_MODEL.lstrip().format(saved=str(MODEL_JOBLIB)))
     process, base = start_inferd("IrisModel", "--dialect", "seldon", cwd=folder)
-    servers["inferd"] = Server("inferd", process, urlsplit(base).port or 0)
+    servers["inferd"] = Server("inferd", process, urlsplit(base).port or 0, PATH)
     servers["seldon-core"] = start_seldon(executable, folder)
     ours, theirs = (probabilities(servers[name]) for name in SERVERS)
     if any(abs(a - b) > 1e-6 for a, b in zip(ours, theirs, strict=True)):
         raise BenchError(f"the servers disagree: inferd {ours}, seldon-core {theirs}")
-    for concurrency in args.concurrency:
-        for round_ in range(1, args.rounds + 1):
-            for server in servers.values():
-                measure(server, concurrency, args.warmup)
-                run = measure(server, concurrency, args.duration)
-                server.runs.setdefault(concurrency, []).append(run)
-                print(
-                    f"c{concurrency:<3} round {round_}  {server.name:<11}  {run.rps:8,.0f} req/s  "
-                    f"p50 {run.p50_ms:7.2f} ms  p99 {run.p99_ms:7.2f} ms  errors {run.errors}",
-                    flush=True,
-                )
+    load(args, servers, BODY)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--duration", type=int, default=10, help="seconds per measured run [10]")
-    parser.add_argument("--warmup", type=int, default=2, help="seconds of warm-up before each run [2]")
-    parser.add_argument("--rounds", type=int, default=3, help="alternations of the two servers [3]")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
-    args = parser.parse_args()
+    args = arguments((__doc__ or "").splitlines()[0])
     if shutil.which("wrk") is None:
         print("wrk is missing: sudo apt-get update && sudo apt-get install -y wrk", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-    signal.signal(signal.SIGTERM, _interrupt)  # stop the servers on SIGTERM as on Ctrl+C
+    signal.signal(signal.SIGTERM, interrupt)  # stop the servers on SIGTERM as on Ctrl+C
     servers: dict[str, Server] = {}
     status = 0
     with tempfile.TemporaryDirectory(prefix="seldon-iris-") as tmp:
@@ -332,8 +161,9 @@ def main() -> int:
                 print(f"{server.name}: {stop(server.process)}")
             stop_strays()
     if len(servers) == len(SERVERS) and all(server.runs for server in servers.values()):
-        lines, passed = table(servers)
-        report(lines, args)
+        lines, passed = table(servers["inferd"], servers["seldon-core"], TARGET)
+        peer = f"seldon-core {SELDON_VERSION} (its defaults: gunicorn, 1 worker, 1 thread)"
+        report("seldon_iris.py", "seldon", peer, f"POST {PATH} {BODY}", lines, args)
         status = status or (0 if passed else 1)
     return status
 

@@ -154,13 +154,15 @@ def mlserver_launch(workdir: Path) -> Launch:
     return Launch([str(executable), "start", str(workdir)], workdir, port)
 
 
-def ensure_env(env: Path, executable: str, requirements: Sequence[str]) -> Path:
+def ensure_env(env: Path, executable: str, requirements: Sequence[str], *, sklearn: bool = True) -> Path:
     """A peer in its own venv ``env``, created on first use with ``requirements`` and the same
-    scikit-learn as ours (so a pickled model loads exactly as it does in inferd); its ``executable``."""
+    scikit-learn as ours (so a pickled model loads exactly as it does in inferd; ``sklearn=False``:
+    without it); its ``executable``."""
     found = env / "bin" / executable
     if found.exists():
         return found
-    requirements = [*requirements, f"scikit-learn=={metadata.version('scikit-learn')}"]
+    if sklearn:
+        requirements = [*requirements, f"scikit-learn=={metadata.version('scikit-learn')}"]
     console.print(f"installing {' '.join(requirements)} into {env.relative_to(ROOT)} (once)...")
     python3 = shutil.which("python3") or sys.executable
     pip = str(env / "bin" / "pip")

@@ -116,8 +116,8 @@ async def parse(request: Request, arguments: Arguments) -> Parsed:
         if raw:
             try:
                 body = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise MalformedBody(f"malformed JSON body: {exc}") from None
+            except orjson.JSONDecodeError:
+                body = None  # as webargs 5 did: arguments elsewhere still count, missing ones are 422
     parsed = Parsed({})
     try:
         data: dict[str, Any] = {}

@@ -164,6 +164,13 @@ def test_malformed_multipart_is_400_and_leaves_no_file(demo: httpx.Client) -> No
     assert predict(demo, params={"number": "1"}).status_code == 200
 
 
+def test_a_malformed_json_body_is_ignored_as_upstream(demo: httpx.Client) -> None:
+    headers = {"content-type": "application/json"}
+    assert predict(demo, params={"number": "2"}, content=b"nope", headers=headers).status_code == 200
+    missing = predict(demo, content=b"nope", headers=headers)
+    assert (missing.status_code, missing.json()) == (422, {"number": ["Missing data for required field."]})
+
+
 def test_accept_picks_the_response_type(demo: httpx.Client) -> None:
     text = predict(demo, params={"number": "7"}, headers={"Accept": "text/plain"})
     assert (text.status_code, text.headers["content-type"], text.text) == (
