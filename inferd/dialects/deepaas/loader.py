@@ -137,7 +137,7 @@ class DeepaasDialect:
         if settings.base_path and not settings.base_path.startswith("/"):
             raise TargetError(f"--base-path must start with '/': {settings.base_path!r}")
         return [
-            ServedModel(name, _factory(name, load, settings.warm), settings.model_version)
+            ServedModel(name, _factory(name, load, settings), settings.model_version)
             for name, load in discover(settings).items()
         ]
 
@@ -148,9 +148,9 @@ class DeepaasDialect:
         return []
 
 
-def _factory(name: str, load: Callable[[], Any], warm: bool) -> Callable[[], Model]:
+def _factory(name: str, load: Callable[[], Any], settings: Settings) -> Callable[[], Model]:
     def build() -> Model:
-        return DeepaasModel(name, load, warm)
+        return DeepaasModel(name, load, settings.warm, settings.predict_in_thread)
 
     return build
 

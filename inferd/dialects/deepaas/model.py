@@ -2,8 +2,10 @@
 
 The object is built in each worker process (a class is instantiated; a module or an instance is used
 as it is) and ``warm()`` runs there before the server reports ready; later calls use that same object,
-so state ``warm()`` sets is kept (upstream lost it). Over V2 the predict arguments are named input
-tensors (scalars and strings) and the answer is one BYTES tensor ``predictions`` holding its JSON.
+so state ``warm()`` sets is kept (upstream lost it). ``predict`` runs on the event loop unless
+``INFERD_PREDICT_IN_THREAD`` is set, as in every dialect: a thread hand-off gives fast models a long
+latency tail under load. Over V2 the predict arguments are named input tensors (scalars and strings)
+and the answer is one BYTES tensor ``predictions`` holding its JSON.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ def build(entry: Any) -> Any:
 class DeepaasModel(Model):
     platform: ClassVar[str] = "deepaas"
 
-    def __init__(self, name: str, load_entry: Callable[[], Any], warm: bool = True) -> None:
+    def __init__(
+        self, name: str, load_entry: Callable[[], Any], warm: bool = True, predict_in_thread: bool = False
+    ) -> None:
         self.entry_name, self.load_entry, self.warm = name, load_entry, warm
-        self.predict_in_thread = True
+        self.predict_in_thread = predict_in_thread
 
     def load(self) -> None:
         self.user = build(self.load_entry())

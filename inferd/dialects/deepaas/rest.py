@@ -179,7 +179,10 @@ async def _predict(model: DeepaasModel, request: Request) -> Response:
     if isinstance(parsed, Response):
         return parsed
     try:
-        output = await asyncio.to_thread(model.run_predict, parsed.values)
+        if model.predict_in_thread:
+            output = await asyncio.to_thread(model.run_predict, parsed.values)
+        else:
+            output = model.run_predict(parsed.values)
     except Exception as exc:
         answer = responses.http_exception(exc)
         if answer is None:
