@@ -216,4 +216,7 @@ async def _predict(model: DeepaasModel, request: Request) -> Response:
         return responses.json(body)
     except TypeError:
         logger.error("model %s answered %s, which is not JSON", model.entry_name, type(output).__name__)
+        close = getattr(output, "close", None)
+        if callable(close):
+            close()
         return responses.internal_error()

@@ -36,7 +36,7 @@ def test_versions_and_v2_documents(demo: httpx.Client) -> None:
 
 
 def test_models_are_found_through_entry_points(demo: httpx.Client, demo_server: RunningServer) -> None:
-    assert sorted(demo_server.models) == ["classy", "instance", "moduly", "schemed"]  # broken is skipped
+    assert sorted(demo_server.models) == ["classy", "filer", "instance", "moduly", "schemed"]  # not broken
     assert "model 'broken' of 'deepaas.v2.model' failed to load" in demo_server.log
     models = {model["links"][0]["href"]: model for model in demo.get("/v2/models/").json()["models"]}
     assert list(models["/v2/models/classy"]) == ["id", "name", "links", "author", "version", "extra"]
@@ -182,6 +182,18 @@ def test_accept_picks_the_response_type(demo: httpx.Client) -> None:
     assert raw.content == b"AAA" and raw.headers["content-type"] == "application/octet-stream"
     default = demo.post(f"{CLASSY}/predict/", params={"number": "1"}, headers={"Accept": ""})
     assert default.status_code in (200, 422)
+
+
+def test_an_open_file_answer_is_an_attachment_and_cookies_are_read(demo: httpx.Client) -> None:
+    response = demo.post("/v2/models/filer/predict/", headers={"Accept": "text/csv", "Cookie": "rows=3"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/csv")
+    assert response.headers["content-disposition"] == 'attachment; filename="data.csv"'
+    assert response.text == "0,0\n1,1\n2,4\n"
+    default = demo.post("/v2/models/filer/predict/", headers={"Accept": "text/csv"})
+    assert default.text == "0,0\n1,1\n"
+    json_answer = demo.post("/v2/models/filer/predict/")  # */*: a file is not JSON
+    assert json_answer.status_code == 500
 
 
 def test_model_errors(demo: httpx.Client) -> None:
