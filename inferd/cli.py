@@ -154,6 +154,15 @@ def serve(
     data_dir: Annotated[
         Path | None, typer.Option(help="Where state (training jobs) is kept [default: ./.inferd].")
     ] = None,
+    max_batch_size: Annotated[
+        int | None, typer.Option(help="Batch up to this many rows per model call [default: 1, off].")
+    ] = None,
+    max_batch_time_ms: Annotated[
+        float | None, typer.Option(help="How long a batch waits for more requests [default: 1].")
+    ] = None,
+    model_settings: Annotated[
+        Path | None, typer.Option(help="YAML/JSON file of per-model settings (batching).")
+    ] = None,
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
     if not target and os.environ.get("HANDLER"):
@@ -190,6 +199,9 @@ def serve(
         doc_endpoint=doc_endpoint,
         warm=warm,
         data_dir=data_dir,
+        max_batch_size=max_batch_size,
+        max_batch_time_ms=max_batch_time_ms,
+        model_settings=model_settings.resolve() if model_settings else None,
     )
     configure_logging(settings.log_level)
     settings = _with_platform_environment(settings)

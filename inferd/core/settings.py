@@ -9,11 +9,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja"]
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
+
+
+class ModelSettings(BaseModel):
+    """Settings of one model, overriding the server-wide defaults of the same names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_batch_size: int | None = Field(None, ge=1)
+    max_batch_time_ms: float | None = Field(None, gt=0)
+    max_queue_size: int | None = Field(None, ge=1)
 
 
 class Settings(BaseSettings):
@@ -119,3 +129,21 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path(".inferd")
     """Where inferd keeps state, such as the SQLite file of training jobs."""
+
+    max_batch_size: int = Field(1, ge=1)
+    """Adaptive batching: the most rows one model call takes; concurrent requests are concatenated on
+    axis 0 up to it. 1 turns batching off (native and V2 models)."""
+
+    max_batch_time_ms: float = Field(1.0, gt=0)
+    """Adaptive batching: how long the first request of a batch waits for others to join."""
+
+    max_queue_size: int = Field(1024, ge=1)
+    """Adaptive batching: requests that may wait for a batch; more are shed with 503 and Retry-After."""
+
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+    """Per-model settings by model name, e.g. ``INFERD_MODELS__IRIS__MAX_BATCH_SIZE=32``; they win
+    over the model settings file."""
+
+    model_settings: Path | None = None
+    """A YAML or JSON file mapping model names to their settings (``max_batch_size``,
+    ``max_batch_time_ms``, ``max_queue_size``)."""

@@ -13,10 +13,12 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
+from inferd.core.batching import batched
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
 from inferd.core.importer import import_from_string, split_target
 from inferd.core.model import Model
+from inferd.core.model_settings import batch_settings
 from inferd.core.settings import Settings
 from inferd.dialects.base import ServedModel
 
@@ -68,8 +70,8 @@ class NativeDialect:
         if settings.name and len(found) > 1:
             raise TargetError(f"--name needs a target with one model; '{settings.target}' has {len(found)}")
         return [
-            ServedModel(settings.name or name, _factory(cls, settings), settings.model_version)
-            for name, cls in found
+            ServedModel(served, _factory(cls, settings, served), settings.model_version)
+            for served, cls in ((settings.name or name, cls) for name, cls in found)
         ]
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
@@ -79,11 +81,14 @@ class NativeDialect:
         return []
 
 
-def _factory(cls: type[Model], settings: Settings) -> Any:
+def _factory(cls: type[Model], settings: Settings, name: str) -> Any:
+    """Builds the model in each process, behind a batcher when its settings ask for one."""
+    batching = batch_settings(settings, name)
+
     def build() -> Model:
         model = cls()
         model.predict_in_thread = settings.predict_in_thread
-        return model
+        return batched(model, batching)
 
     return build
 
