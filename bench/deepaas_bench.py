@@ -34,17 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from loadgen import ROOT, start_inferd
-from peers import HOST, Server, Target, arguments, interrupt, load, report, stop_strays, table, wait_ready
-from v2_iris import BenchError, ensure_env, free_port, request, stop
+from peers import HOST, PeerBench, Server, Target, load, run_against, wait_ready
+from v2_iris import BenchError, ensure_env, free_port, request
 
 MODEL = "bench"
 PATH = f"/v2/models/{MODEL}/predict/?a=1&b=2"
@@ -145,35 +142,15 @@ def bench(args: argparse.Namespace, folder: Path, servers: dict[str, Server]) ->
 
 
 def main() -> int:
-    args = arguments((__doc__ or "").splitlines()[0])
-    if shutil.which("wrk") is None:
-        print("wrk is missing: sudo apt-get update && sudo apt-get install -y wrk", file=sys.stderr)
-        return 2
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-    signal.signal(signal.SIGTERM, interrupt)  # stop the servers on SIGTERM as on Ctrl+C
-    servers: dict[str, Server] = {}
-    status = 0
-    with tempfile.TemporaryDirectory(prefix="deepaas-bench-") as tmp:
-        try:
-            bench(args, Path(tmp), servers)
-        except BenchError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            status = 2
-        except KeyboardInterrupt:
-            print("\ninterrupted: stopping the servers; partial results follow", file=sys.stderr)
-            status = 130
-        finally:
-            for server in servers.values():
-                print(f"{server.name}: {stop(server.process)}")
-            stop_strays()
-    if len(servers) == len(SERVERS) and all(server.runs for server in servers.values()):
-        lines, passed = table(servers["inferd"], servers["deepaas-run"], TARGET)
-        peer = (
-            f"deepaas-run {DEEPAAS_VERSION} (its defaults: aiohttp, 1 worker, predict in a pool of 1 process)"
-        )
-        report("deepaas_bench.py", "deepaas", peer, f"POST {PATH} {BODY}", lines, args)
-        status = status or (0 if passed else 1)
-    return status
+    peer = f"deepaas-run {DEEPAAS_VERSION} (its defaults: aiohttp, 1 worker, predict in a pool of 1 process)"
+    description = (__doc__ or "").splitlines()[0]
+    what = f"POST {PATH} {BODY}"
+    return run_against(
+        PeerBench(
+            description, "deepaas_bench.py", "deepaas", "deepaas-run", peer, what, TARGET, signal_groups=False
+        ),
+        bench,
+    )
 
 
 if __name__ == "__main__":

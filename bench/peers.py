@@ -11,17 +11,21 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import FrameType
 
 from loadgen import LUA, RESULT, ROOT
-from v2_iris import WRK_TIMEOUT, BenchError, PeakRss, process_tree, request
+from v2_iris import WRK_TIMEOUT, BenchError, PeakRss, process_tree, request, stop
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 120.0
@@ -219,3 +223,54 @@ def report(script: str, name: str, peer: str, what: str, lines: list[str], args:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     print(f"wrote {path.relative_to(ROOT)}")
+
+
+@dataclass(frozen=True)
+class PeerBench:
+    """What one inferd-against-a-peer script is: its servers, target and how it reports."""
+
+    description: str
+    script: str
+    results: str
+    peer: str
+    peer_description: str
+    what: str
+    target: Target
+    #: Also signal the peer's whole process group (seldon-core's main process alone lingers).
+    signal_groups: bool = False
+
+
+def run_against(
+    bench: PeerBench, start: Callable[[argparse.Namespace, Path, dict[str, Server]], None]
+) -> int:
+    """The script's main: start both servers with ``start``, load them, print and write the table.
+    Exit 0 on PASS, 1 on FAIL, 2 when the benchmark could not run, 130 when interrupted."""
+    args = arguments(bench.description)
+    if shutil.which("wrk") is None:
+        print("wrk is missing: sudo apt-get update && sudo apt-get install -y wrk", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+    signal.signal(signal.SIGTERM, interrupt)  # stop the servers on SIGTERM as on Ctrl+C
+    servers: dict[str, Server] = {}
+    status = 0
+    with tempfile.TemporaryDirectory(prefix=f"{bench.results}-bench-") as tmp:
+        try:
+            start(args, Path(tmp), servers)
+        except BenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = 2
+        except KeyboardInterrupt:
+            print("\ninterrupted: stopping the servers; partial results follow", file=sys.stderr)
+            status = 130
+        finally:
+            for server in servers.values():
+                if bench.signal_groups:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(server.process.pid, signal.SIGTERM)
+                print(f"{server.name}: {stop(server.process)}")
+            stop_strays()
+    if {"inferd", bench.peer} <= servers.keys() and all(server.runs for server in servers.values()):
+        lines, passed = table(servers["inferd"], servers[bench.peer], bench.target)
+        report(bench.script, bench.results, bench.peer_description, bench.what, lines, args)
+        status = status or (0 if passed else 1)
+    return status

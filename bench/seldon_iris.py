@@ -28,20 +28,15 @@ FAIL, 2 when the benchmark could not run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from loadgen import ROOT, start_inferd
-from peers import Server, Target, arguments, interrupt, load, report, stop_strays, table, wait_ready
-from v2_iris import BenchError, ensure_env, free_port, request, stop
+from peers import PeerBench, Server, Target, load, run_against, wait_ready
+from v2_iris import BenchError, ensure_env, free_port, request
 
 PATH = "/api/v1.0/predictions"
 BODY = '{"data":{"ndarray":[[5.1,3.5,1.4,0.2]]}}'
@@ -137,35 +132,15 @@ def bench(args: argparse.Namespace, folder: Path, servers: dict[str, Server]) ->
 
 
 def main() -> int:
-    args = arguments((__doc__ or "").splitlines()[0])
-    if shutil.which("wrk") is None:
-        print("wrk is missing: sudo apt-get update && sudo apt-get install -y wrk", file=sys.stderr)
-        return 2
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-    signal.signal(signal.SIGTERM, interrupt)  # stop the servers on SIGTERM as on Ctrl+C
-    servers: dict[str, Server] = {}
-    status = 0
-    with tempfile.TemporaryDirectory(prefix="seldon-iris-") as tmp:
-        try:
-            bench(args, Path(tmp), servers)
-        except BenchError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            status = 2
-        except KeyboardInterrupt:
-            print("\ninterrupted: stopping the servers; partial results follow", file=sys.stderr)
-            status = 130
-        finally:
-            for server in servers.values():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(server.process.pid, signal.SIGTERM)  # seldon-core's main process alone lingers
-                print(f"{server.name}: {stop(server.process)}")
-            stop_strays()
-    if len(servers) == len(SERVERS) and all(server.runs for server in servers.values()):
-        lines, passed = table(servers["inferd"], servers["seldon-core"], TARGET)
-        peer = f"seldon-core {SELDON_VERSION} (its defaults: gunicorn, 1 worker, 1 thread)"
-        report("seldon_iris.py", "seldon", peer, f"POST {PATH} {BODY}", lines, args)
-        status = status or (0 if passed else 1)
-    return status
+    peer = f"seldon-core {SELDON_VERSION} (its defaults: gunicorn, 1 worker, 1 thread)"
+    description = (__doc__ or "").splitlines()[0]
+    what = f"POST {PATH} {BODY}"
+    return run_against(
+        PeerBench(
+            description, "seldon_iris.py", "seldon", "seldon-core", peer, what, TARGET, signal_groups=True
+        ),
+        bench,
+    )
 
 
 if __name__ == "__main__":
