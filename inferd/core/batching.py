@@ -17,9 +17,9 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,10 @@ from inferd.core.model import Model, resolve
 from inferd.core.types import InferenceRequest, InferenceResponse, ModelMetadata
 
 logger = logging.getLogger("inferd.batching")
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+RunBatch = Callable[[list[Item]], Awaitable[list[Result]]]
 
 
 @dataclass(frozen=True)
@@ -46,55 +50,31 @@ class BatchSizeMismatch(Exception):
 
 
 @dataclass
-class _Waiting:
-    request: InferenceRequest
+class _Waiting(Generic[Item, Result]):
+    item: Item
     rows: int
     key: Hashable
-    future: asyncio.Future[InferenceResponse] = field(repr=False)
+    future: asyncio.Future[Result] = field(repr=False)
 
 
-class BatchingModel(Model):
-    """Batches calls to ``inner.infer``; everything else is the inner model's."""
+class Batcher(Generic[Item, Result]):
+    """Collects concurrent submissions into batches and runs each batch with one ``run`` call.
 
-    def __init__(self, inner: Model, settings: BatchSettings) -> None:
-        self.inner, self.settings = inner, settings
-        self.platform = inner.platform  # type: ignore[misc]
-        self._waiting: deque[_Waiting] = deque()
+    ``run`` gets the items of a batch (same key, at most ``max_batch_size`` rows, in arrival order)
+    and returns one result per item; if it raises, every item of that batch gets the error.
+    """
+
+    def __init__(self, run: RunBatch[Item, Result], settings: BatchSettings, name: str = "") -> None:
+        self.run, self.settings, self.name = run, settings, name
+        self._waiting: deque[_Waiting[Item, Result]] = deque()
         self._arrived: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
 
-    # --- the inner model's lifecycle ------------------------------------------------------------
-
-    def load(self) -> Awaitable[None] | None:
-        self.inner.name, self.inner.version = self.name, self.version
-        return self.inner.load()
-
-    async def unload(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-            self._worker = None
-        for waiting in self._waiting:
-            if not waiting.future.done():
-                waiting.future.set_exception(Overloaded(f"model '{self.name}' is unloading"))
-        self._waiting.clear()
-        await resolve(self.inner.unload())
-
-    def ready(self) -> bool:
-        return self.inner.ready()
-
-    def metadata(self) -> ModelMetadata:
-        return self.inner.metadata()
-
-    # --- batching ---------------------------------------------------------------------------------
-
-    async def infer(self, request: InferenceRequest) -> InferenceResponse:
-        rows = _rows(request)
-        if rows is None or rows > self.settings.max_batch_size:
-            return await self.inner.infer(request)
+    async def submit(self, item: Item, rows: int, key: Hashable) -> Result:
         if len(self._waiting) >= self.settings.max_queue_size:
             raise Overloaded(f"model '{self.name}' has {len(self._waiting)} requests waiting; retry later")
         loop = asyncio.get_running_loop()
-        waiting = _Waiting(request, rows, _batch_key(request), loop.create_future())
+        waiting: _Waiting[Item, Result] = _Waiting(item, rows, key, loop.create_future())
         self._waiting.append(waiting)
         if self._worker is None or self._worker.done():
             self._arrived = asyncio.Event()
@@ -102,6 +82,16 @@ class BatchingModel(Model):
         assert self._arrived is not None
         self._arrived.set()
         return await waiting.future
+
+    def close(self) -> None:
+        """Stop forming batches; what still waits fails with `Overloaded`."""
+        if self._worker is not None:
+            self._worker.cancel()
+            self._worker = None
+        for waiting in self._waiting:
+            if not waiting.future.done():
+                waiting.future.set_exception(Overloaded(f"model '{self.name}' is unloading"))
+        self._waiting.clear()
 
     async def _batches(self) -> None:
         """Forms and runs batches while requests wait."""
@@ -124,18 +114,18 @@ class BatchingModel(Model):
                     break
             batch = self._take()
             if batch:
-                await self._run(batch)
+                await self._settle(batch)
 
     def _rows_ready(self) -> int:
         """Rows waiting that could join the first waiting request's batch."""
         key = self._waiting[0].key
         return sum(waiting.rows for waiting in self._waiting if waiting.key == key)
 
-    def _take(self) -> list[_Waiting]:
+    def _take(self) -> list[_Waiting[Item, Result]]:
         """The first request and those after it that fit its batch, in arrival order."""
         first = self._waiting[0]
-        batch: list[_Waiting] = []
-        rows, kept = 0, deque[_Waiting]()
+        batch: list[_Waiting[Item, Result]] = []
+        rows, kept = 0, deque[_Waiting[Item, Result]]()
         for waiting in self._waiting:
             if waiting.future.done():  # the client went away
                 continue
@@ -147,33 +137,57 @@ class BatchingModel(Model):
         self._waiting = kept
         return batch
 
-    async def _run(self, batch: list[_Waiting]) -> None:
-        if len(batch) == 1:
-            await self._settle(batch, self.inner.infer(batch[0].request), single=True)
-            return
-        first = batch[0].request
-        inputs = {
-            name: np.concatenate([waiting.request.inputs[name] for waiting in batch], axis=0)
-            for name in first.inputs
-        }
-        merged = InferenceRequest(inputs, dict(first.parameters), input_parameters=first.input_parameters)
-        await self._settle(batch, self.inner.infer(merged), single=False)
-
-    async def _settle(
-        self, batch: list[_Waiting], running: Awaitable[InferenceResponse], single: bool
-    ) -> None:
+    async def _settle(self, batch: list[_Waiting[Item, Result]]) -> None:
         """Hand each request its answer (or the batch's error)."""
         try:
-            response = await running
-            answers = [response] if single else _split(response, [waiting.rows for waiting in batch])
+            results = await self.run([waiting.item for waiting in batch])
         except Exception as exc:
             for waiting in batch:
                 if not waiting.future.done():
                     waiting.future.set_exception(exc)
             return
-        for waiting, answer in zip(batch, answers, strict=True):
+        for waiting, result in zip(batch, results, strict=True):
             if not waiting.future.done():
-                waiting.future.set_result(answer)
+                waiting.future.set_result(result)
+
+
+class BatchingModel(Model):
+    """Batches calls to ``inner.infer``; everything else is the inner model's."""
+
+    def __init__(self, inner: Model, settings: BatchSettings) -> None:
+        self.inner, self.settings = inner, settings
+        self.platform = inner.platform  # type: ignore[misc]
+        self.batcher: Batcher[InferenceRequest, InferenceResponse] = Batcher(self._run, settings)
+
+    def load(self) -> Awaitable[None] | None:
+        self.inner.name, self.inner.version = self.name, self.version
+        self.batcher.name = self.name
+        return self.inner.load()
+
+    async def unload(self) -> None:
+        self.batcher.close()
+        await resolve(self.inner.unload())
+
+    def ready(self) -> bool:
+        return self.inner.ready()
+
+    def metadata(self) -> ModelMetadata:
+        return self.inner.metadata()
+
+    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+        rows = _rows(request)
+        if rows is None or rows > self.settings.max_batch_size:
+            return await self.inner.infer(request)
+        return await self.batcher.submit(request, rows, _batch_key(request))
+
+    async def _run(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        if len(requests) == 1:
+            return [await self.inner.infer(requests[0])]
+        first = requests[0]
+        inputs = {name: np.concatenate([r.inputs[name] for r in requests], axis=0) for name in first.inputs}
+        merged = InferenceRequest(inputs, dict(first.parameters), input_parameters=first.input_parameters)
+        response = await self.inner.infer(merged)
+        return _split(response, [len(next(iter(r.inputs.values()))) for r in requests])
 
 
 def _rows(request: InferenceRequest) -> int | None:
@@ -198,21 +212,26 @@ def _frozen(value: Any) -> Hashable:
 
 
 def _split(response: InferenceResponse, rows: list[int]) -> list[InferenceResponse]:
-    total = sum(rows)
+    pieces = {}
     for name, array in response.outputs.items():
-        got = np.asarray(array)
-        if got.ndim == 0 or got.shape[0] != total:
-            raise BatchSizeMismatch(
-                f"output '{name}' has {got.shape[0] if got.ndim else 'no'} rows for a batch of {total}"
-            )
-    bounds = np.cumsum(rows)[:-1]
-    pieces = {name: np.split(np.asarray(array), bounds) for name, array in response.outputs.items()}
+        try:
+            pieces[name] = split_rows(np.asarray(array), rows)
+        except BatchSizeMismatch as exc:
+            raise BatchSizeMismatch(f"output '{name}': {exc}") from None
     return [
-        InferenceResponse(
-            {name: parts[index] for name, parts in pieces.items()}, parameters=response.parameters
-        )
-        for index in range(len(rows))
+        InferenceResponse({name: parts[i] for name, parts in pieces.items()}, parameters=response.parameters)
+        for i in range(len(rows))
     ]
+
+
+def split_rows(array: Any, rows: list[int]) -> list[Any]:
+    """``array`` cut on axis 0 into pieces of ``rows`` rows; another total is a BatchSizeMismatch."""
+    total = sum(rows)
+    if array.ndim == 0 or array.shape[0] != total:
+        raise BatchSizeMismatch(
+            f"the model answered {array.shape[0] if array.ndim else 'no'} rows for a batch of {total}"
+        )
+    return np.split(array, np.cumsum(rows)[:-1])
 
 
 def batched(model: Model, settings: BatchSettings) -> Model:

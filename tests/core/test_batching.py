@@ -115,7 +115,7 @@ async def test_an_answer_with_other_rows_fails_the_batch() -> None:
     model = await loaded(Truncating(), max_batch_size=4, max_batch_time_ms=20)
     results = await asyncio.gather(model.infer(request(1)), model.infer(request(2)), return_exceptions=True)
     assert all(isinstance(result, BatchSizeMismatch) for result in results)
-    assert "has 1 rows for a batch of 2" in str(results[0])
+    assert "output 'y': the model answered 1 rows for a batch of 2" in str(results[0])
 
 
 async def test_overload_is_shed() -> None:
