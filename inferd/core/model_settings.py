@@ -42,10 +42,13 @@ def model_settings(settings: Settings, name: str) -> ModelSettings:
     return ModelSettings(**merged)
 
 
-def batch_settings(settings: Settings, name: str) -> BatchSettings:
+def batch_settings(settings: Settings, name: str, opt_in: bool = False) -> BatchSettings:
+    """How ``name`` batches. With ``opt_in`` (models whose code sees the batch, such as Seldon's
+    predict) only the model's own ``max_batch_size`` turns batching on, never the server-wide one."""
     own = model_settings(settings, name)
+    default_size = 1 if opt_in else settings.max_batch_size
     return BatchSettings(
-        max_batch_size=own.max_batch_size or settings.max_batch_size,
+        max_batch_size=own.max_batch_size or default_size,
         max_batch_time_ms=own.max_batch_time_ms or settings.max_batch_time_ms,
         max_queue_size=own.max_queue_size or settings.max_queue_size,
     )

@@ -10,6 +10,7 @@ input (the features) and one output ``output-0``.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
@@ -24,6 +25,7 @@ import orjson
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from inferd.core.batching import Batcher, BatchSettings, split_rows
 from inferd.core.errors import InvalidInput
 from inferd.core.model import Model
 from inferd.core.types import Tensors
@@ -82,10 +84,12 @@ class SeldonModel(Model):
         parameters: dict[str, Any],
         service_type: str = "MODEL",
         predict_in_thread: bool = False,
+        batching: BatchSettings | None = None,
     ) -> None:
         self.user_class, self.parameters = user_class, parameters
         self.v2_method = V2_METHODS.get(service_type, "predict")
         self.predict_in_thread = predict_in_thread
+        self.batching = batching or BatchSettings()
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -114,6 +118,12 @@ class SeldonModel(Model):
         except SeldonError as exc:
             self.metadata_document = exc
         self.error_handlers = flask_errors.error_handlers(self.user)
+        plain_predict = not any(
+            callable(getattr(self.user, f"predict_{kind}", None)) for kind in ("raw", "rest", "grpc")
+        )
+        self.batcher: Batcher[payload.Decoded, Any] | None = None
+        if self.batching.enabled and plain_predict and callable(getattr(self.user, "predict", None)):
+            self.batcher = Batcher(self._predict_batch, self.batching, self.name)
         service = getattr(self.user, "custom_service", None)
         if callable(service):
             threading.Thread(target=service, name="seldon-custom-service", daemon=True).start()
@@ -132,6 +142,39 @@ class SeldonModel(Model):
             logger.warning("%s_%s is deprecated; use %s_raw", method, protocol, method)
             return Reply(_plain(legacy(raw_input)))
         return self._methods[method](request, raw_input, protocol)
+
+    async def predict_message(self, request: Any) -> Reply:
+        """predict through the batcher (a component that opted in): concurrent ``ndarray`` or
+        ``tensor`` messages of the same shape share one ``predict`` call, which sees the stacked
+        rows and no meta; each answer gets its own rows, meta and puid back."""
+        decoded = payload.decode(request)
+        features = decoded.features
+        if (
+            self.batcher is None
+            or decoded.kind not in ("ndarray", "tensor")
+            or features.ndim < 1
+            or not 0 < len(features) <= self.batching.max_batch_size
+        ):
+            return self.call("predict", request)
+        key = (decoded.kind, features.dtype.str, features.shape[1:], tuple(decoded.names))
+        result = await self.batcher.submit(decoded, len(features), key)
+        return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), metrics.PREDICT))
+
+    async def _predict_batch(self, items: list[payload.Decoded]) -> list[Any]:
+        stacked = np.concatenate([item.features for item in items]) if len(items) > 1 else items[0].features
+
+        def call() -> Any:
+            return self._with_meta("predict", self.user.predict, stacked, items[0].names, None)
+
+        result = await asyncio.to_thread(call) if self.predict_in_thread else call()
+        data = result.data if is_response(result) else result
+        parts = split_rows(np.asarray(data), [len(item.features) for item in items])
+        if not is_response(result):
+            return parts
+        # Runtime tags go to every answer; runtime metrics are counted once, with the first.
+        return [
+            type(result)(part, result.tags, result.metrics if i == 0 else []) for i, part in enumerate(parts)
+        ]
 
     def metadata_answer(self) -> dict[str, Any]:
         if isinstance(self.metadata_document, SeldonError):

@@ -68,7 +68,10 @@ class SeldonServicer:
             def call() -> Any:
                 return model.call(method, message, native=request, protocol="grpc").body
 
-            body = await asyncio.to_thread(call) if model.predict_in_thread else call()
+            if method == "predict" and model.batcher is not None:
+                body = (await model.predict_message(message)).body
+            else:
+                body = await asyncio.to_thread(call) if model.predict_in_thread else call()
             answer = json_format.ParseDict(body, pb.SeldonMessage())
             ok = True
             return answer

@@ -21,6 +21,7 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
 from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model
+from inferd.core.model_settings import batch_settings
 from inferd.core.settings import Settings
 from inferd.dialects.base import ServedModel
 from inferd.dialects.seldon import grpc, rest
@@ -158,10 +159,15 @@ class SeldonDialect:
         user_class = load_user_class(settings.target)
         parameters = parse_parameters(settings.parameters)
 
-        def factory() -> Model:
-            return SeldonModel(user_class, parameters, settings.service_type, settings.predict_in_thread)
+        name = served_name(settings)
+        batching = batch_settings(settings, name, opt_in=True)
 
-        return [ServedModel(served_name(settings), factory, settings.model_version)]
+        def factory() -> Model:
+            return SeldonModel(
+                user_class, parameters, settings.service_type, settings.predict_in_thread, batching
+            )
+
+        return [ServedModel(name, factory, settings.model_version)]
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
         return rest.routes(dataplane, served_name(settings))

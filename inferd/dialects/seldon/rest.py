@@ -136,7 +136,10 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
                     content = result if isinstance(result, (bytes, str)) else dumps(result)
                     return Response(content, headers=CORS, media_type="application/json")
                 message = await read_message(request)
-                reply: Reply = await run(model, lambda: model.call(method, message))
+                if method == "predict" and model.batcher is not None:
+                    reply: Reply = await model.predict_message(message)
+                else:
+                    reply = await run(model, lambda: model.call(method, message))
                 ok = reply.status < 400
                 return json_response(reply.body, reply.status)
             except Exception as exc:
