@@ -15,12 +15,16 @@ relative paths reads project files (Cortex ran it in ``/mnt/project``; code that
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
 
+import numpy as np
+
+from inferd.core.batching import Batcher, BatchSettings, BatchSizeMismatch, split_rows
 from inferd.core.model import Model
 from inferd.core.types import ModelMetadata, Tensors, TensorSpec
 from inferd.dialects.cortex import onnx, tensorflow
@@ -79,20 +83,32 @@ class HandlerApi(CortexModel):
         return replace(super().metadata(), inputs=self.specs_in, outputs=self.specs_out)
 
     def respond(self, sample: Any, debug: bool) -> Any:
-        metadata, handlers = self.api.metadata, self.handlers
-        _debug(debug, "sample", sample)
-        prepared = sample
-        if handlers.pre_inference is not None:
-            prepared = _call(
-                handlers, "pre_inference", handlers.pre_inference, sample, self.signature_in(), metadata
-            )
-            _debug(debug, "pre_inference", prepared)
-        prediction = self.run_model(prepared)
+        prediction = self.run_model(self.pre_inference(sample, debug))
         _debug(debug, "prediction", prediction)
+        return self.post_inference(prediction, debug)
+
+    def pre_inference(self, sample: Any, debug: bool) -> Any:
+        _debug(debug, "sample", sample)
+        handlers = self.handlers
+        if handlers.pre_inference is None:
+            return sample
+        prepared = _call(
+            handlers, "pre_inference", handlers.pre_inference, sample, self.signature_in(), self.api.metadata
+        )
+        _debug(debug, "pre_inference", prepared)
+        return prepared
+
+    def post_inference(self, prediction: Any, debug: bool) -> Any:
+        handlers = self.handlers
         if handlers.post_inference is None:
             return prediction
         result = _call(
-            handlers, "post_inference", handlers.post_inference, prediction, self.signature_out(), metadata
+            handlers,
+            "post_inference",
+            handlers.post_inference,
+            prediction,
+            self.signature_out(),
+            self.api.metadata,
         )
         _debug(debug, "post_inference", result)
         return result
@@ -111,7 +127,16 @@ class HandlerApi(CortexModel):
 
 
 class OnnxApi(HandlerApi):
+    """An ONNX model behind handlers. With batching on (and a free first dimension on every input),
+    concurrent requests run pre_inference and post_inference each for their own sample and share one
+    ONNX run over their stacked inputs."""
+
     platform: ClassVar[str] = "onnxruntime_onnx"
+
+    def __init__(self, api: ApiConfig, handlers: Handlers, batching: BatchSettings | None = None) -> None:
+        super().__init__(api, handlers)
+        self.batching = batching or BatchSettings()
+        self.batcher: Batcher[dict[str, Any], list[Any]] | None = None
 
     def load_model(self) -> None:
         assert self.api.model is not None
@@ -120,6 +145,33 @@ class OnnxApi(HandlerApi):
         self.specs_in = onnx.tensor_specs(self.node_args_in)
         self.specs_out = onnx.tensor_specs(self.node_args_out)
         self._v2_outputs = [spec.name for spec in self.specs_out]
+        free_batch = all(arg.shape and not isinstance(arg.shape[0], int) for arg in self.node_args_in)
+        if self.batching.enabled and free_batch:
+            self.batcher = Batcher(self._run_batch, self.batching, self.api.name)
+
+    async def respond_async(self, sample: Any, debug: bool) -> Any:
+        if self.batcher is None:
+            return await super().respond_async(sample, debug)
+        inputs = onnx.to_inputs(self.pre_inference(sample, debug), self.node_args_in)
+        rows = {array.shape[0] if array.ndim else 0 for array in inputs.values()}
+        count = rows.pop() if len(rows) == 1 else 0
+        if 0 < count <= self.batching.max_batch_size:
+            key = tuple(sorted((name, array.dtype.str, array.shape[1:]) for name, array in inputs.items()))
+            prediction = await self.batcher.submit(inputs, count, key)
+        else:
+            prediction = self.session.run(None, inputs)
+        _debug(debug, "prediction", prediction)
+        return self.post_inference(prediction, debug)
+
+    async def _run_batch(self, items: list[dict[str, Any]]) -> list[list[Any]]:
+        stacked = {name: np.concatenate([item[name] for item in items]) for name in items[0]}
+        if self.predict_in_thread:
+            outputs = await asyncio.to_thread(self.session.run, None, stacked)
+        else:
+            outputs = self.session.run(None, stacked)
+        rows = [len(next(iter(item.values()))) for item in items]
+        pieces = [_split(output, rows) for output in outputs]
+        return [[piece[index] for piece in pieces] for index in range(len(items))]
 
     def predict(self, inputs: Tensors) -> Tensors:
         return dict(zip(self._v2_outputs, self.session.run(self._v2_outputs, inputs), strict=True))
@@ -194,6 +246,16 @@ class PredictorApi(CortexModel):
             raise CortexError(self.api.handler_name or "", "predict", str(exc), "runtime exception") from exc
         _debug(debug, "prediction", result)
         return result
+
+
+def _split(output: Any, rows: list[int]) -> list[Any]:
+    """One ONNX output cut back per request: arrays on axis 0, lists (a ZipMap's dicts) by items."""
+    if isinstance(output, list):
+        if len(output) != sum(rows):
+            raise BatchSizeMismatch(f"the model answered {len(output)} items for a batch of {sum(rows)}")
+        bounds = np.cumsum([0, *rows])
+        return [output[start:end] for start, end in itertools.pairwise(bounds)]
+    return split_rows(np.asarray(output), rows)
 
 
 def _call(handlers: Handlers, stage: str, hook: Hook, value: Any, signature: Any, metadata: Any) -> Any:

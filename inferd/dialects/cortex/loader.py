@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
 from inferd.core.model import Model
+from inferd.core.model_settings import batch_settings
 from inferd.core.registry import ModelFactory
 from inferd.core.requirements import pip_install
 from inferd.core.settings import Settings
@@ -47,7 +48,8 @@ def factory_for(api: ApiConfig, settings: Settings) -> ModelFactory:
         return _configured(lambda: TensorFlowApi(api, handlers), settings)
     onnx.require_onnxruntime()
     handlers = load_handlers(api)
-    return _configured(lambda: OnnxApi(api, handlers), settings)
+    batching = batch_settings(settings, api.name)
+    return _configured(lambda: OnnxApi(api, handlers, batching), settings)
 
 
 def _configured(build: Callable[[], CortexModel], settings: Settings) -> ModelFactory:
