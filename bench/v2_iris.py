@@ -1,4 +1,7 @@
-"""The V2 iris benchmark (issue 2): inferd against a bare Starlette floor and MLServer 1.7.
+"""The V2 iris benchmark (issues 2 and 7): inferd against a bare Starlette floor and MLServer 1.7.
+
+inferd runs with 1 worker, 2 workers, and 2 workers with adaptive batching (``BATCHING``); the floor
+and MLServer never batch.
 
 Starts each server in turn on free loopback ports, checks that it answers the iris request correctly,
 then loads it with wrk at each concurrency (a warm-up run, then a measured run) and prints one table
@@ -112,11 +115,17 @@ def venv_tool(name: str) -> str:
     return found
 
 
-def inferd_launch(workers: int) -> Callable[[Path], Launch]:
+#: Adaptive batching for the batched inferd row: up to 64 rows, the first waiting at most 1 ms.
+BATCHING = ("--max-batch-size", "64", "--max-batch-time-ms", "1")
+
+
+def inferd_launch(workers: int, batching: bool = False) -> Callable[[Path], Launch]:
     def prepare(workdir: Path) -> Launch:
         command = [venv_tool("inferd"), "serve", str(EXAMPLE), "--port", "0", "--grpc-port", "0"]
         if workers > 1:
             command += ["--workers", str(workers)]
+        if batching:
+            command += BATCHING
         return Launch(command, ROOT, port=None)
 
     return prepare
@@ -183,6 +192,7 @@ def ensure_mlserver_env() -> Path:
 SERVERS = (
     ServerSpec("inferd-1w", "inferd 1 worker", "inferd", inferd_launch(1)),
     ServerSpec("inferd-2w", "inferd 2 workers", "inferd", inferd_launch(2)),
+    ServerSpec("inferd-2w-batch", "inferd 2 workers, batching", "inferd", inferd_launch(2, batching=True)),
     ServerSpec("floor", "floor", "floor", floor_launch),
     ServerSpec("mlserver", "MLServer 1.7", "mlserver", mlserver_launch, returns_probabilities=False),
 )
@@ -649,15 +659,17 @@ def find_cell(outcomes: Sequence[ServerOutcome], key: str, concurrency: int) -> 
 
 
 def _target(
-    outcomes: Sequence[ServerOutcome], name: str, key: str, base_key: str, factor: float
+    outcomes: Sequence[ServerOutcome],
+    name: str,
+    key: str,
+    base_key: str,
+    factor: float,
+    concurrency: int = TARGET_CONCURRENCY,
 ) -> TargetResult:
-    """PASS when ``key``'s req/s at the target concurrency is at least ``factor`` times ``base_key``'s."""
-    cell, base = (
-        find_cell(outcomes, key, TARGET_CONCURRENCY),
-        find_cell(outcomes, base_key, TARGET_CONCURRENCY),
-    )
+    """PASS when ``key``'s req/s at ``concurrency`` is at least ``factor`` times ``base_key``'s."""
+    cell, base = find_cell(outcomes, key, concurrency), find_cell(outcomes, base_key, concurrency)
     if cell is None or base is None:
-        missing = [f"{k} c{TARGET_CONCURRENCY}" for k, c in ((key, cell), (base_key, base)) if c is None]
+        missing = [f"{k} c{concurrency}" for k, c in ((key, cell), (base_key, base)) if c is None]
         return TargetResult(name, "N/A", f"not measured: {', '.join(missing)}")
     ratio = cell.rps / base.rps if base.rps else float("inf")
     detail = (
@@ -677,6 +689,11 @@ def evaluate_targets(outcomes: Sequence[ServerOutcome]) -> list[TargetResult]:
         _target(outcomes, f"inferd 1 worker c{c} >= 2x MLServer", "inferd-1w", "mlserver", 2.0),
         _target(outcomes, f"inferd 1 worker c{c} >= 85% of floor", "inferd-1w", "floor", 0.85),
         _target(outcomes, f"inferd 2 workers c{c} >= 1.8x 1 worker", "inferd-2w", "inferd-1w", 1.8),
+        # issue 7: batching on, 2 workers, concurrency 64
+        _target(outcomes, "inferd 2 workers batching c64 >= 1.5x floor", "inferd-2w-batch", "floor", 1.5, 64),
+        _target(
+            outcomes, "inferd 2 workers batching c64 >= 5x MLServer", "inferd-2w-batch", "mlserver", 5.0, 64
+        ),
     ]
 
 
@@ -862,7 +879,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=_only,
         default=list(SERVERS),
         metavar="NAMES",
-        help="comma-separated servers: inferd (both), inferd-1w, inferd-2w, floor, mlserver [default: all]",
+        help="comma-separated servers: inferd (all three), inferd-1w, inferd-2w, inferd-2w-batch, floor, "
+        "mlserver [default: all]",
     )
     parser.add_argument("--duration", type=_seconds, default=10, help="measured run per concurrency [10s]")
     parser.add_argument(
