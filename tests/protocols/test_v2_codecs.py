@@ -72,3 +72,14 @@ def test_fp16_json_is_written_as_numbers() -> None:
 def test_unknown_datatype_lists_the_known_ones() -> None:
     with pytest.raises(InvalidInput, match=r"unknown datatype 'FLOAT'.*'FP32'"):
         codecs.decode_json("x", "FLOAT", [1], [1.0])
+
+
+def test_raw_view_shares_the_arrays_memory() -> None:
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    view = codecs.raw_view(array)
+    assert isinstance(view, memoryview)
+    assert np.shares_memory(np.frombuffer(view, dtype=np.float32), array)
+    assert bytes(view) == codecs.encode_raw(array)
+    # not already the wire layout: a copy in the right layout
+    for other in (array.T, array.astype(">f4"), np.array([b"ab", b"c"], dtype=object)):
+        assert bytes(codecs.raw_view(other)) == codecs.encode_raw(other)

@@ -154,6 +154,19 @@ def raw_size(datatype: str, shape: Sequence[int]) -> int | None:
     return element_count(shape) * DTYPES[datatype].itemsize
 
 
+def raw_view(array: Array) -> bytes | memoryview:
+    """The raw layout of ``array`` without a copy where it already is that layout (a contiguous,
+    little-endian, fixed-width array: the bytes are the array's own memory); else `encode_raw`."""
+    if (
+        array.dtype.kind in "biuf"
+        and array.dtype.byteorder != ">"
+        and array.flags.c_contiguous
+        and datatype_of(array) != "BYTES"
+    ):
+        return array.data.cast("B")
+    return encode_raw(array)
+
+
 def encode_raw(array: Array) -> bytes:
     """The raw layout of ``array``."""
     if datatype_of(array) == "BYTES":
