@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -21,15 +21,16 @@ from inferd.core.errors import InferdError, ListenError, ModelLoadError, TargetE
 from inferd.core.importer import split_target
 from inferd.core.settings import Settings
 from inferd.dialects import resolve_dialect
-from inferd.dialects.abeja import local as abeja
-from inferd.dialects.abeja.service import AbejaModel, Call
-from inferd.dialects.deepaas import local as deepaas
 from inferd.engines import local
 from inferd.engines.supervisor import Supervisor
 from inferd.protocols.status import error_message
 from inferd.protocols.v2.http_codec import decode_request, encode_response
 from inferd.server.app import Runtime, build_runtime
 from inferd.server.logging import configure_logging, log_format
+
+if TYPE_CHECKING:  # the dialects' command-line helpers load only for their commands: serving stays lean
+    from inferd.dialects.abeja import local as abeja
+    from inferd.dialects.abeja.service import AbejaModel, Call
 
 app = typer.Typer(
     name="inferd",
@@ -297,6 +298,8 @@ def train(
 
 
 def _deepaas_call(method: str, target: str, args: list[str], files: list[str]) -> None:
+    from inferd.dialects.deepaas import local as deepaas
+
     settings = _settings(dialect="deepaas", log_level="warning")
     configure_logging(settings.log_level)
     try:
@@ -326,6 +329,8 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Do not show th
 
 
 def _abeja_environment(handler: str, environment: list[str] | None, organization: str | None) -> None:
+    from inferd.dialects.abeja import local as abeja
+
     try:
         abeja.apply_environment(handler, abeja.user_variables(environment or []), organization)
     except abeja.LocalRunError as exc:
@@ -336,11 +341,15 @@ def _abeja_in_process(
     handler: str, environment: list[str] | None, organization: str | None, quiet: bool
 ) -> abeja.CapturedLogs:
     """The environment and log capture of a command that runs the handler in this process."""
+    from inferd.dialects.abeja import local as abeja
+
     _abeja_environment(handler, environment, organization)
     return abeja.CapturedLogs(echo=not quiet).install()
 
 
 def _load_handler(handler: str, style: str, logs: abeja.CapturedLogs) -> AbejaModel:
+    from inferd.dialects.abeja import local as abeja
+
     try:
         return abeja.load(handler, style)
     except Exception as exc:
@@ -367,6 +376,8 @@ def run_local(
     abeja_style: StyleOption = "auto",
 ) -> None:
     """Call an ABEJA handler once with FILE, like `abeja model run-local` without Docker."""
+    from inferd.dialects.abeja import local as abeja
+
     logs = _abeja_in_process(handler, environment, organization, quiet)
     try:
         call = abeja.run_local_call(input)
@@ -421,6 +432,8 @@ def run_batch(
     abeja_style: StyleOption = "auto",
 ) -> None:
     """Run an ABEJA handler over input files (or the INPUT variable), one answer file per input."""
+    from inferd.dialects.abeja import local as abeja
+
     logs = _abeja_in_process(handler, environment, organization, quiet)
     try:
         calls = [
@@ -445,6 +458,8 @@ def run_batch(
 
 
 def _run_all(model: AbejaModel, calls: list[tuple[str, Call]], output: Path) -> int:
+    from inferd.dialects.abeja import local as abeja
+
     failed = 0
     with Progress(console=errors, transient=True) as progress:
         task = progress.add_task("running", total=len(calls))
