@@ -248,10 +248,10 @@ def _versions_paths(spec: APISpec, base: str) -> None:
         f"{base}/v2/",
         operations={"get": _get("versions", "get_version_v2", "The V2 API", ref("Version"), "The V2 API")},
     )
-    debug = _get("debug", "get_debug", "Server logs", {"type": "string"}, "The log since the last call")
-    debug["description"] = "Only with `--debug-endpoint`; otherwise the answer is an empty 204."
+    debug = _get("debug", "get_debug", "Server logs (not kept by inferd)", {"type": "string"}, "Never sent")
+    debug["description"] = "DEEPaaS's `--debug-endpoint` log buffer; inferd keeps none and answers 204."
     debug["produces"] = ["text/plain"]
-    debug["responses"]["204"] = {"description": "The debug endpoint is disabled"}
+    debug["responses"]["204"] = {"description": "No debug buffer"}
     spec.path(f"{base}/v2/debug/", operations={"get": debug})
     models = _get("models", "list_models", "The loaded models", ref("ModelList"), "Every model's metadata")
     spec.path(f"{base}/v2/models/", operations={"get": models})
