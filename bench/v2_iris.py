@@ -694,7 +694,24 @@ def evaluate_targets(outcomes: Sequence[ServerOutcome]) -> list[TargetResult]:
         _target(
             outcomes, "inferd 2 workers batching c64 >= 5x MLServer", "inferd-2w-batch", "mlserver", 5.0, 64
         ),
+        _cpu_target(outcomes, f"inferd 1 worker c{c} server CPU per request <= 1.2x floor's", 1.2),
     ]
+
+
+def _cpu_target(outcomes: Sequence[ServerOutcome], name: str, factor: float) -> TargetResult:
+    """PASS when inferd's server CPU time per request (1 worker, batching off) is at most ``factor``
+    times the floor's at the target concurrency."""
+    cell, base = (
+        find_cell(outcomes, "inferd-1w", TARGET_CONCURRENCY),
+        find_cell(outcomes, "floor", TARGET_CONCURRENCY),
+    )
+    if cell is None or base is None or not cell.rps or not base.rps:
+        return TargetResult(name, "N/A", "not measured: inferd-1w and floor are both needed")
+    ours = cell.median.server_cpu / cell.rps * 1e6
+    theirs = base.median.server_cpu / base.rps * 1e6
+    ratio = ours / theirs
+    detail = f"{ours:.0f} us / {theirs:.0f} us = {ratio:.2f}x (needs <= {factor:.2f}x)"
+    return TargetResult(name, "PASS" if ratio <= factor else "FAIL", detail)
 
 
 def _ratio(cell: Cell, base: Cell | None) -> str:
@@ -782,7 +799,7 @@ def print_report(
         console.print("no results")
         return
     console.print(results_table(outcomes, args))
-    console.print("\n[bold]Targets (issue 2)[/]")
+    console.print("\n[bold]Targets (issues 2 and 7)[/]")
     colour = {"PASS": "green", "FAIL": "red", "N/A": "yellow"}
     for target in targets:
         console.print(f"  [{colour[target.status]}]{target.status:<4}[/] {target.name}: {target.detail}")
