@@ -42,7 +42,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -53,9 +52,9 @@ from urllib.parse import urlsplit
 import cnn_model
 import httpx
 import numpy as np
-from loadgen import RESULT, ROOT, start_inferd
-from peers import Run, Server, cell, interrupt, report, stop_strays
-from v2_iris import WRK_TIMEOUT, BenchError, PeakRss, stop
+from loadgen import ROOT, start_inferd
+from peers import Server, cell, interrupt, load, report, stop_strays
+from v2_iris import BenchError, stop
 
 LUA = ROOT / "bench" / "cnn_batching.lua"
 TARGET_PATH = f"{ROOT / 'bench' / 'cnn_model.py'}:Cnn"
@@ -121,48 +120,6 @@ def check(server: Server, images: np.ndarray, expected: np.ndarray, at_once: boo
     if difference > TOLERANCE:
         raise BenchError(f"{server.name}: logits differ from onnxruntime's by {difference:.2e}")
     print(f"{server.name}: 200, {len(got)} image(s), logits within {difference:.1e} of onnxruntime's")
-
-
-# ---------------------------------------------------------------------------------------------- wrk
-
-
-def measure(server: Server, body_file: Path, header_length: int, concurrency: int, seconds: int) -> Run:
-    """One wrk run (bench/cnn_batching.lua posting ``body_file``) and the server tree's peak RSS."""
-    threads = 1 if concurrency == 1 else 2
-    command = [
-        "wrk", f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "--timeout", WRK_TIMEOUT,
-        "-s", str(LUA), server.url,
-    ]  # fmt: skip
-    env = {**os.environ, "CNN_BODY_FILE": str(body_file), "CNN_HEADER_LENGTH": str(header_length)}
-    with PeakRss(server.process.pid) as rss:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    match = RESULT.search(done.stdout)
-    if done.returncode != 0 or match is None:
-        raise BenchError(f"wrk failed (exit {done.returncode}): {done.stdout}{done.stderr}")
-    raw = json.loads(match.group(1))
-    errors = sum(raw[key] for key in ("non_2xx", "connect_errors", "read_errors", "write_errors", "timeouts"))
-    return Run(
-        rps=raw["requests"] / (raw["duration_us"] / 1e6),
-        p50_ms=raw["p50_us"] / 1000,
-        p99_ms=raw["p99_us"] / 1000,
-        errors=errors,
-        peak_rss=rss.peak_bytes,
-    )
-
-
-def load(args: argparse.Namespace, servers: dict[str, Server], body_file: Path, header_length: int) -> None:
-    """For each concurrency, for each round: a warm-up and a measured run on each server in turn."""
-    for concurrency in args.concurrency:
-        for round_ in range(1, args.rounds + 1):
-            for server in servers.values():
-                measure(server, body_file, header_length, concurrency, args.warmup)
-                run = measure(server, body_file, header_length, concurrency, args.duration)
-                server.runs.setdefault(concurrency, []).append(run)
-                print(
-                    f"c{concurrency:<3} round {round_}  {server.name:<12}  {run.rps:8,.0f} req/s  "
-                    f"p50 {run.p50_ms:7.2f} ms  p99 {run.p99_ms:7.2f} ms  errors {run.errors}",
-                    flush=True,
-                )
 
 
 # ---------------------------------------------------------------------------------------- reporting
@@ -248,7 +205,9 @@ def main() -> int:
     status = 0
     with tempfile.TemporaryDirectory(prefix="cnn-bench-") as tmp:
         try:
-            load(args, servers, *bench(args, Path(tmp), servers))
+            body_file, header_length = bench(args, Path(tmp), servers)
+            wrk_env = {"CNN_BODY_FILE": str(body_file), "CNN_HEADER_LENGTH": str(header_length)}
+            load(args, servers, wrk_env, LUA)
         except (BenchError, SystemExit) as exc:  # SystemExit: start_inferd's server died before ready
             print(f"error: {exc}", file=sys.stderr)
             status = 2

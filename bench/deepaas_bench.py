@@ -40,7 +40,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from loadgen import ROOT, start_inferd
-from peers import HOST, PeerBench, Server, Target, load, run_against, wait_ready
+from peers import HOST, PeerBench, Server, Target, json_body, load, run_against, wait_ready
 from v2_iris import BenchError, ensure_env, free_port, request
 
 MODEL = "bench"
@@ -138,7 +138,7 @@ def bench(args: argparse.Namespace, folder: Path, servers: dict[str, Server]) ->
     servers["deepaas-run"] = start_deepaas(executable, folder, env)
     for name in SERVERS:
         check_answer(servers[name])
-    load(args, servers, BODY)
+    load(args, servers, json_body(BODY))
 
 
 def main() -> int:

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -95,16 +95,25 @@ def arguments(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def measure(server: Server, body: str, concurrency: int, seconds: int) -> Run:
-    """One wrk run (bench/v2_iris.lua posting ``body`` as JSON) and the server tree's peak RSS meanwhile."""
+def json_body(body: str) -> dict[str, str]:
+    """The environment bench/v2_iris.lua reads the JSON body it posts from."""
+    return {"V2_IRIS_BODY": body}
+
+
+def measure(
+    server: Server, concurrency: int, seconds: int, wrk_env: Mapping[str, str], script: Path = LUA
+) -> Run:
+    """One wrk run of ``script`` (which reads its request from ``wrk_env`` and prints the result line
+    bench/v2_iris.lua prints) and the server tree's peak RSS meanwhile."""
     threads = 1 if concurrency == 1 else 2
     command = [
         "wrk", f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "--timeout", WRK_TIMEOUT,
-        "-s", str(LUA), server.url,
+        "-s", str(script), server.url,
     ]  # fmt: skip
-    env = {**os.environ, "V2_IRIS_BODY": body}
     with PeakRss(server.process.pid) as rss:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, env={**os.environ, **wrk_env}, check=False
+        )
     match = RESULT.search(done.stdout)
     if done.returncode != 0 or match is None:
         raise BenchError(f"wrk failed (exit {done.returncode}): {done.stdout}{done.stderr}")
@@ -119,16 +128,18 @@ def measure(server: Server, body: str, concurrency: int, seconds: int) -> Run:
     )
 
 
-def load(args: argparse.Namespace, servers: dict[str, Server], body: str) -> None:
+def load(
+    args: argparse.Namespace, servers: dict[str, Server], wrk_env: Mapping[str, str], script: Path = LUA
+) -> None:
     """For each concurrency, for each round: a warm-up and a measured run on each server in turn."""
     for concurrency in args.concurrency:
         for round_ in range(1, args.rounds + 1):
             for server in servers.values():
-                measure(server, body, concurrency, args.warmup)
-                run = measure(server, body, concurrency, args.duration)
+                measure(server, concurrency, args.warmup, wrk_env, script)
+                run = measure(server, concurrency, args.duration, wrk_env, script)
                 server.runs.setdefault(concurrency, []).append(run)
                 print(
-                    f"c{concurrency:<3} round {round_}  {server.name:<11}  {run.rps:8,.0f} req/s  "
+                    f"c{concurrency:<3} round {round_}  {server.name:<12}  {run.rps:8,.0f} req/s  "
                     f"p50 {run.p50_ms:7.2f} ms  p99 {run.p99_ms:7.2f} ms  errors {run.errors}",
                     flush=True,
                 )

@@ -35,7 +35,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from loadgen import ROOT, start_inferd
-from peers import PeerBench, Server, Target, load, run_against, wait_ready
+from peers import PeerBench, Server, Target, json_body, load, run_against, wait_ready
 from v2_iris import BenchError, ensure_env, free_port, request
 
 PATH = "/api/v1.0/predictions"
@@ -128,7 +128,7 @@ def bench(args: argparse.Namespace, folder: Path, servers: dict[str, Server]) ->
     ours, theirs = (probabilities(servers[name]) for name in SERVERS)
     if any(abs(a - b) > 1e-6 for a, b in zip(ours, theirs, strict=True)):
         raise BenchError(f"the servers disagree: inferd {ours}, seldon-core {theirs}")
-    load(args, servers, BODY)
+    load(args, servers, json_body(BODY))
 
 
 def main() -> int:
