@@ -22,7 +22,7 @@ The request, ``POST /v2/models/cnn/infer``, uses the V2 binary tensor data exten
 header (``binary_data_size`` 49152, logits asked as JSON) and the image's 49,152 little-endian bytes.
 Both servers must first answer it with status 200 and 10 logits within 1e-4 of onnxruntime run in
 this process on the same file, and the batching server must answer 32 different images sent at once
-with each its own logits. Then, for each concurrency, for each round, wrk (bench/cnn_batching.lua,
+with each its own logits. Then, for each concurrency, for each round, wrk (bench/v2_iris.lua,
 which reads the body from a file) runs a warm-up and a measured run on one server, then on the other.
 The table gives the medians over the rounds of req/s, p50 and p99 latency, the peak RSS of each
 server's process tree, and batching on's req/s and p99 as ratios of batching off's; it is also
@@ -56,7 +56,6 @@ from loadgen import ROOT, start_inferd
 from peers import Server, cell, interrupt, load, report, stop_strays
 from v2_iris import BenchError, stop
 
-LUA = ROOT / "bench" / "cnn_batching.lua"
 TARGET_PATH = f"{ROOT / 'bench' / 'cnn_model.py'}:Cnn"
 MODEL = "cnn"
 PATH = f"/v2/models/{MODEL}/infer"
@@ -206,8 +205,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cnn-bench-") as tmp:
         try:
             body_file, header_length = bench(args, Path(tmp), servers)
-            wrk_env = {"CNN_BODY_FILE": str(body_file), "CNN_HEADER_LENGTH": str(header_length)}
-            load(args, servers, wrk_env, LUA)
+            wrk_env = {"V2_IRIS_BODY_FILE": str(body_file), "V2_IRIS_HEADER_LENGTH": str(header_length)}
+            load(args, servers, wrk_env)
         except (BenchError, SystemExit) as exc:  # SystemExit: start_inferd's server died before ready
             print(f"error: {exc}", file=sys.stderr)
             status = 2
