@@ -14,10 +14,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
+
+from inferd.dialects.deepaas import responses
 
 ASSETS = Path(swagger_ui_path).resolve()
 GET = ("GET",)
@@ -63,10 +65,6 @@ def page(base: str) -> str:
     return PAGE.format(static=static, url=url)
 
 
-def _text(status: int, reason: str, headers: dict[str, str] | None = None) -> Response:
-    return PlainTextResponse(f"{status}: {reason}", status, headers=headers)
-
-
 class Asset(Route):
     """``<base>/static/swagger/{file}``: a file of the bundle's folder. Paths that are not such a file
     (missing, a folder, ``..``, a symlink out) do not match at all."""
@@ -83,10 +81,10 @@ class Asset(Route):
 
     async def serve(self, request: Request) -> Response:
         if request.method not in GET_HEAD:
-            return _text(405, "Method Not Allowed", {"Allow": ",".join(GET_HEAD)})
+            return responses.method_not_allowed(GET_HEAD)
         found = asset(request.path_params["file"])
         if found is None:  # removed since matching
-            return _text(404, "Not Found")
+            return responses.text(404)
         return FileResponse(found)
 
 
@@ -108,13 +106,13 @@ def routes(base_path: str = "") -> list[BaseRoute]:
 
     async def api(request: Request) -> Response:
         if request.method not in GET:
-            return _text(405, "Method Not Allowed", {"Allow": ",".join(GET)})
+            return responses.method_not_allowed(GET)
         return HTMLResponse(body)
 
     async def ui(request: Request) -> Response:
         if request.method not in GET:
-            return _text(405, "Method Not Allowed", {"Allow": ",".join(GET)})
-        return _text(302, "Found", {"Location": f"{base}/api"})
+            return responses.method_not_allowed(GET)
+        return responses.text(302, headers={"Location": f"{base}/api"})
 
     return [_any_method(f"{base}/api", api), _any_method(f"{base}/ui", ui), Asset(base)]
 
