@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable
-from typing import ClassVar, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
 
 from inferd.core.types import InferenceRequest, InferenceResponse, ModelMetadata, Tensors, TensorSpec
 
@@ -62,6 +62,13 @@ class Model:
         """Names, datatypes and shapes clients see; read once, right after `load`."""
         versions = (self.version,) if self.version else ()
         return ModelMetadata(self.name, versions, self.platform, self.inputs, self.outputs)
+
+    async def call_user(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)``, synchronous user code, on the event loop (fastest for quick code) or in a
+        thread when ``predict_in_thread`` is set (slow code then holds up no other request)."""
+        if self.predict_in_thread:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Run one request; wrappers and dialect adapters override this, users override `predict`."""

@@ -165,10 +165,7 @@ class OnnxApi(HandlerApi):
 
     async def _run_batch(self, items: list[dict[str, Any]]) -> list[list[Any]]:
         stacked = {name: np.concatenate([item[name] for item in items]) for name in items[0]}
-        if self.predict_in_thread:
-            outputs = await asyncio.to_thread(self.session.run, None, stacked)
-        else:
-            outputs = self.session.run(None, stacked)
+        outputs = await self.call_user(self.session.run, None, stacked)
         rows = [len(next(iter(item.values()))) for item in items]
         pieces = [_split(output, rows) for output in outputs]
         return [[piece[index] for piece in pieces] for index in range(len(items))]

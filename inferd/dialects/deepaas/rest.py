@@ -8,7 +8,6 @@ With an empty base path two DEEPaaS paths are also V2 Open Inference Protocol pa
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -179,10 +178,7 @@ async def _predict(model: DeepaasModel, request: Request) -> Response:
     if isinstance(parsed, Response):
         return parsed
     try:
-        if model.predict_in_thread:
-            output = await asyncio.to_thread(model.run_predict, parsed.values)
-        else:
-            output = model.run_predict(parsed.values)
+        output = await model.call_user(model.run_predict, parsed.values)
     except Exception as exc:
         answer = responses.http_exception(exc)
         if answer is None:

@@ -10,7 +10,6 @@ input (the features) and one output ``output-0``.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import logging
@@ -162,11 +161,9 @@ class SeldonModel(Model):
 
     async def _predict_batch(self, items: list[payload.Decoded]) -> list[Any]:
         stacked = np.concatenate([item.features for item in items]) if len(items) > 1 else items[0].features
-
-        def call() -> Any:
-            return self._with_meta("predict", self.user.predict, stacked, items[0].names, None)
-
-        result = await asyncio.to_thread(call) if self.predict_in_thread else call()
+        result = await self.call_user(
+            self._with_meta, "predict", self.user.predict, stacked, items[0].names, None
+        )
         data = result.data if is_response(result) else result
         parts = split_rows(np.asarray(data), [len(item.features) for item in items])
         if not is_response(result):

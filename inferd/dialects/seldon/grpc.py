@@ -7,7 +7,6 @@ message. Errors get a real status code and keep their message (Seldon sent UNKNO
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -65,14 +64,11 @@ class SeldonServicer:
             if method == "aggregate":  # protobuf drops an empty list: it is still a list
                 message.setdefault("seldonMessages", [])
 
-            def call() -> Any:
-                return model.call(method, message, native=request, protocol="grpc").body
-
             if method == "predict" and model.batcher is not None:
-                body = (await model.predict_message(message)).body
+                reply = await model.predict_message(message)
             else:
-                body = await asyncio.to_thread(call) if model.predict_in_thread else call()
-            answer = json_format.ParseDict(body, pb.SeldonMessage())
+                reply = await model.call_user(model.call, method, message, request, "grpc")
+            answer = json_format.ParseDict(reply.body, pb.SeldonMessage())
             ok = True
             return answer
         except Exception as exc:

@@ -3,7 +3,6 @@ Seldon's body. User methods run on the event loop, or in a thread with ``predict
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 from collections.abc import Awaitable, Callable
@@ -115,11 +114,6 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
         assert isinstance(model, SeldonModel)
         return model
 
-    async def run(model: SeldonModel, call: Callable[[], Any]) -> Any:
-        if model.predict_in_thread:
-            return await asyncio.to_thread(call)
-        return call()
-
     def endpoint(method: str, allowed: tuple[str, ...]) -> Callable[[Request], Awaitable[Response]]:
         async def answer(request: Request) -> Response:
             if request.method == "OPTIONS":
@@ -131,7 +125,7 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
                 model = component()
                 if passthrough and method == "predict":
                     body = await request.body()
-                    result = await run(model, lambda: model.passthrough(body))
+                    result = await model.call_user(model.passthrough, body)
                     ok = True
                     content = result if isinstance(result, (bytes, str)) else dumps(result)
                     return Response(content, headers=CORS, media_type="application/json")
@@ -139,7 +133,7 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
                 if method == "predict" and model.batcher is not None:
                     reply: Reply = await model.predict_message(message)
                 else:
-                    reply = await run(model, lambda: model.call(method, message))
+                    reply = await model.call_user(model.call, method, message)
                 ok = reply.status < 400
                 return json_response(reply.body, reply.status)
             except Exception as exc:
@@ -155,7 +149,7 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
     async def health_status(request: Request) -> Response:
         try:
             model = component()
-            reply = await run(model, model.health_status)
+            reply = await model.call_user(model.health_status)
             return json_response(reply.body, reply.status)
         except Exception as exc:
             return error_response(exc)
