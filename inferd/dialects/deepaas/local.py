@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from marshmallow import ValidationError
+from marshmallow import ValidationError, fields
 
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import uploads
@@ -56,7 +56,7 @@ def call(model: DeepaasModel, method: str, args: list[str], files: list[str]) ->
         raise LocalCallError(f"model '{model.entry_name}' has no {method}()")
     raw: dict[str, Any] = {}
     for key, value in pairs(args, "--arg"):
-        many = key in declared.fields and type(declared.fields[key]).__name__ == "List"
+        many = isinstance(declared.fields.get(key), fields.List)
         if many:
             raw.setdefault(key, []).append(value)
         else:
