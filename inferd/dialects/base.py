@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -10,6 +12,19 @@ from starlette.routing import BaseRoute
 from inferd.core.dataplane import DataPlane
 from inferd.core.registry import ModelFactory
 from inferd.core.settings import Settings
+
+#: A platform's environment variable → (the inferd setting it gives, how to read its text).
+EnvironmentTable = Mapping[str, tuple[str, Callable[[str], Any]]]
+
+
+def settings_from(table: EnvironmentTable, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``defaults`` overridden by every variable of ``table`` that is set and not empty."""
+    found = dict(defaults)
+    for variable, (setting, convert) in table.items():
+        value = os.environ.get(variable)
+        if value:
+            found[setting] = convert(value)
+    return found
 
 
 @dataclass(frozen=True)

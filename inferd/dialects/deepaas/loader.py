@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import warnings
 from collections.abc import Callable
 from importlib import metadata
@@ -24,7 +23,7 @@ from inferd.core.errors import ModelLoadError, TargetError
 from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.settings import Settings
-from inferd.dialects.base import ServedModel
+from inferd.dialects.base import EnvironmentTable, ServedModel, settings_from
 from inferd.dialects.deepaas import rest, test_model
 from inferd.dialects.deepaas.model import DeepaasModel
 
@@ -40,7 +39,7 @@ HOW_TO_REGISTER = (
     f"(--model-name {test_model.NAME} serves the built-in test model)"
 )
 #: DEEPaaS's environment variables (oslo.config's OS_DEFAULT__<OPTION>) → inferd settings.
-ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
+ENVIRONMENT: EnvironmentTable = {
     "DEEPAAS_V2_MODEL": ("model_name", str),
     "OS_DEFAULT__MODEL_NAME": ("model_name", str),
     "OS_DEFAULT__LISTEN_IP": ("host", str),
@@ -126,12 +125,7 @@ class DeepaasDialect:
         return looks_like_model(target)
 
     def settings_from_environment(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"port": DEFAULT_PORT}
-        for variable, (setting, convert) in ENVIRONMENT.items():
-            value = os.environ.get(variable)
-            if value:
-                found[setting] = convert(value)
-        return found
+        return settings_from(ENVIRONMENT, {"port": DEFAULT_PORT})
 
     def models(self, settings: Settings) -> list[ServedModel]:
         if settings.base_path and not settings.base_path.startswith("/"):

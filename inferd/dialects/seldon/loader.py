@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
 from inferd.core.settings import Settings
-from inferd.dialects.base import ServedModel
+from inferd.dialects.base import EnvironmentTable, ServedModel, settings_from
 from inferd.dialects.seldon import grpc, rest
 from inferd.dialects.seldon.component import SeldonModel
 from inferd.dialects.seldon.user_model import install_aliases
@@ -44,7 +43,7 @@ COMPONENT_METHODS = (
 )
 CONFIGS = (".yaml", ".yml", ".json")
 #: Seldon's environment variable → (inferd setting, converter).
-ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
+ENVIRONMENT: EnvironmentTable = {
     "PREDICTIVE_UNIT_HTTP_SERVICE_PORT": ("port", int),
     "PREDICTIVE_UNIT_GRPC_SERVICE_PORT": ("grpc_port", int),
     "PREDICTIVE_UNIT_METRICS_SERVICE_PORT": ("metrics_port", int),
@@ -146,11 +145,7 @@ class SeldonDialect:
         return looks_like_component(target)
 
     def settings_from_environment(self) -> dict[str, Any]:
-        found: dict[str, Any] = dict(DEFAULT_PORTS)
-        for variable, (field, convert) in ENVIRONMENT.items():
-            value = os.environ.get(variable)
-            if value:
-                found[field] = convert(value)
+        found = settings_from(ENVIRONMENT, DEFAULT_PORTS)
         if os.environ.get("GRPC_WORKERS") == "0":  # Seldon's way to turn gRPC off
             found["grpc_enabled"] = False
         return found
