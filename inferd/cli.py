@@ -207,9 +207,7 @@ def serve(
     configure_logging(settings.log_level)
     settings = _with_platform_environment(settings)
     runtime = _runtime_or_exit(settings)
-    # Workers need not detect the dialect again, and the log format may depend on it.
-    settings = settings.model_copy(update={"dialect": runtime.dialect.name})
-    configure_logging(settings.log_level, log_format(settings))
+    configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
         if settings.workers > 1:
             code = Supervisor(settings, local.print_ready).run()
@@ -222,15 +220,17 @@ def serve(
 
 
 def _with_platform_environment(settings: Settings) -> Settings:
-    """``settings`` completed by the dialect's platform variables where nothing else set a field."""
+    """``settings`` with the dialect detected once (the runtime and the workers need not detect it
+    again), completed by the dialect's platform variables where nothing else set a field."""
     try:
-        found = resolve_dialect(settings.dialect, settings.target).settings_from_environment()
+        dialect = resolve_dialect(settings.dialect, settings.target)
+        found = dialect.settings_from_environment()
     except TargetError as exc:
         _fail(exc.message)
     except ValueError as exc:
         _fail(f"invalid platform environment variable: {exc}")
     fresh = {key: value for key, value in found.items() if key not in settings.model_fields_set}
-    return _settings(**{**settings.model_dump(exclude_unset=True), **fresh}) if fresh else settings
+    return _settings(**{**settings.model_dump(exclude_unset=True), **fresh, "dialect": dialect.name})
 
 
 def _runtime_or_exit(settings: Settings) -> Runtime:
