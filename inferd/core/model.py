@@ -7,14 +7,17 @@ wraps its user code in a `Model` subclass, and wrappers such as batching are `Mo
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, TypeVar
+from concurrent.futures import Executor
+from typing import Any, ClassVar, Literal, TypeVar
 
+from inferd.core.offload import AdaptiveOffload, in_thread
 from inferd.core.types import InferenceRequest, InferenceResponse, ModelMetadata, Tensors, TensorSpec
 
 T = TypeVar("T")
+#: Where synchronous user code runs: the loop (False), threads (True), or learnt from its durations.
+PredictInThread = bool | Literal["auto"]
 
 
 async def resolve(value: T | Awaitable[T]) -> T:
@@ -39,8 +42,12 @@ class Model:
     #: Set by the loader: the served name and version.
     name: str = ""
     version: str | None = None
-    #: Run a synchronous `predict` in a thread so the event loop stays free (slow models).
-    predict_in_thread: bool = False
+    #: Where synchronous user code runs: on the event loop (False: fastest for quick code), in a
+    #: thread (True: slow code holds up no other request), or ``"auto"``, learnt from its durations.
+    predict_in_thread: PredictInThread = False
+    #: The threads of that code; None for the loop's default executor.
+    user_threads: Executor | None = None
+    _offload: AdaptiveOffload | None = None
 
     def load(self) -> Awaitable[None] | None:
         """Read weights and prepare; called once per process before the model is ready."""
@@ -64,16 +71,19 @@ class Model:
         return ModelMetadata(self.name, versions, self.platform, self.inputs, self.outputs)
 
     async def call_user(self, function: Callable[..., T], *args: Any) -> T:
-        """``function(*args)``, synchronous user code, on the event loop (fastest for quick code) or in a
-        thread when ``predict_in_thread`` is set (slow code then holds up no other request)."""
+        """``function(*args)``, synchronous user code, where ``predict_in_thread`` says."""
+        if self.predict_in_thread == "auto":
+            if self._offload is None:
+                self._offload = AdaptiveOffload(self.user_threads)
+            return await self._offload.run(function, *args)
         if self.predict_in_thread:
-            return await asyncio.to_thread(function, *args)
+            return await in_thread(self.user_threads, function, *args)
         return function(*args)
 
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         """Run one request; wrappers and dialect adapters override this, users override `predict`."""
-        if self.predict_in_thread and not inspect.iscoroutinefunction(self.predict):
-            outputs = await resolve(await asyncio.to_thread(self.predict, request.inputs))
-        else:
+        if not self.predict_in_thread or inspect.iscoroutinefunction(self.predict):
             outputs = await resolve(self.predict(request.inputs))
+        else:
+            outputs = await resolve(await self.call_user(self.predict, request.inputs))
         return InferenceResponse(outputs)

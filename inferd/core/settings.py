@@ -81,11 +81,14 @@ class Settings(BaseSettings):
     graceful_timeout: float = Field(30.0, ge=0)
     """Seconds to let in-flight requests finish after SIGTERM or Ctrl+C."""
 
-    predict_in_thread: bool = False
-    """Run synchronous ``predict`` methods in a thread pool instead of on the event loop.
+    predict_in_thread: bool | Literal["auto"] = False
+    """Run synchronous user code (``predict`` and the like) in a thread pool instead of on the event
+    loop.
 
     Sub-millisecond models are fastest on the loop; turn this on for slow models so health checks
-    and other requests keep being answered while one runs."""
+    and other requests keep being answered while one runs. ``auto`` starts in threads and moves code
+    to the loop while its calls stay under a millisecond (ABEJA handlers always use ``auto`` unless
+    this is ``true``)."""
 
     abeja_style: Literal["auto", "18.10", "19.04"] = "auto"
     """Style of an ABEJA handler: ``18.10`` generators, ``19.04`` request handlers, or ``auto`` to tell

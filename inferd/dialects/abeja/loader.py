@@ -53,7 +53,9 @@ class AbejaDialect:
             install_requirements()
 
         def factory() -> Model:
-            return AbejaModel(target, settings.abeja_style, settings.max_image_pixels)
+            return AbejaModel(
+                target, settings.abeja_style, settings.max_image_pixels, settings.predict_in_thread
+            )
 
         return [ServedModel(served_name(settings), factory, settings.model_version)]
 

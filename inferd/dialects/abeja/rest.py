@@ -1,13 +1,10 @@
 """ABEJA's HTTP surface: ``GET /health_check``, and every other path is the model endpoint.
 
-Health and "not ready" bodies are the proxy's. The endpoint hands the request to `AbejaModel.answer`
-in a thread, so a slow handler never holds up other requests.
+Health and "not ready" bodies are the proxy's. The endpoint hands the request to
+`AbejaModel.respond`, which keeps a slow handler from holding up other requests.
 """
 
 from __future__ import annotations
-
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -19,8 +16,6 @@ from inferd.dialects.abeja.responses import SERVICE_UNAVAILABLE, Answer
 from inferd.dialects.abeja.service import AbejaModel, Call
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 
-#: Handlers running at once (anyio's default too); more requests wait in the executor's queue.
-HANDLER_THREADS = 40
 HEALTHY = Answer(200, b'{"status":"ok"}', "application/json")
 
 
@@ -31,7 +26,6 @@ def to_response(answer: Answer) -> Response:
 
 def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
     counted = metrics.series(name, "abeja")
-    handlers = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="abeja-handler")
 
     async def health_check(request: Request) -> Response:
         return to_response(HEALTHY if dataplane.ready() else SERVICE_UNAVAILABLE)
@@ -49,7 +43,7 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
             request.scope["query_string"],
         )
         started = counted.begin()
-        answer = await asyncio.get_running_loop().run_in_executor(handlers, model.answer, call)
+        answer = await model.respond(call)
         counted.end(started, answer.status < 400)
         return to_response(answer)
 

@@ -1,8 +1,12 @@
 """One ABEJA model: a request in, an `Answer` out, the same for HTTP, run-local and batch runs.
 
-`AbejaModel.answer` is synchronous user code; callers run it in a thread so requests are served
+`AbejaModel.answer` is synchronous user code. `AbejaModel.respond` runs it so requests are served
 concurrently and a slow handler never blocks the event loop (ABEJA's runtime served one at a time and
-cut requests off at 30 s; inferd does neither). Over V2 a JSON handler is a model with one BYTES input
+cut requests off at 30 s; inferd does neither): in a thread, or on the loop for the small JSON
+requests of a handler that has shown it answers them in well under a millisecond (`AdaptiveOffload`),
+which saves the thread hop that would otherwise cost more than the handler.
+
+Over V2 a JSON handler is a model with one BYTES input
 ``json`` (each element a JSON document) and one BYTES output ``json`` (each element its answer).
 """
 
@@ -11,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +26,8 @@ import orjson
 
 from inferd import __version__
 from inferd.core import errors
-from inferd.core.model import Model
+from inferd.core.model import Model, PredictInThread
+from inferd.core.offload import in_thread
 from inferd.core.types import Tensors, TensorSpec
 from inferd.dialects.abeja import media, responses
 from inferd.dialects.abeja.context import legacy_context, runtime_context
@@ -43,6 +49,10 @@ ID_HEADERS = {
     "ABEJA_SERVICE_ID": "X-Abeja-Service-Id",
 }
 JSON_TENSOR = "json"
+#: Handlers running at once in threads (anyio's default too); more requests wait in the queue.
+HANDLER_THREADS = 40
+#: Larger bodies, and images, videos and forms, always go to a thread: decoding them takes time.
+INLINE_BODY_LIMIT = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -61,15 +71,32 @@ class AbejaModel(Model):
     inputs = (TensorSpec(JSON_TENSOR, "BYTES", (-1,)),)
     outputs = (TensorSpec(JSON_TENSOR, "BYTES", (-1,)),)
 
-    def __init__(self, target: str, style: str = "auto", max_image_pixels: int = 89_478_485) -> None:
+    def __init__(
+        self,
+        target: str,
+        style: str = "auto",
+        max_image_pixels: int = 89_478_485,
+        predict_in_thread: PredictInThread = "auto",
+    ) -> None:
         self.target, self.style, self.max_image_pixels = target, style, max_image_pixels
-        self.predict_in_thread = True
+        self.predict_in_thread = True if predict_in_thread is True else "auto"
+        self.handler_threads = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="abeja-handler")
+        self.user_threads = self.handler_threads
 
     def load(self) -> None:
         self.handler: Handler = load_handler(self.target, self.style)
         self.context = runtime_context()
         self.headers = _platform_headers()
         logger.info("handler %s loaded (%s style)", self.handler.target, self.handler.style)
+
+    def unload(self) -> None:
+        self.handler_threads.shutdown(wait=False, cancel_futures=True)
+
+    async def respond(self, call: Call) -> Answer:
+        """`answer` off the event loop, or on it for quick JSON requests (see the module's docstring)."""
+        if _may_run_inline(call):
+            return await self.call_user(self.answer, call)
+        return await in_thread(self.user_threads, self.answer, call)
 
     def answer(self, call: Call) -> Answer:
         if self.handler.style == "18.10":
@@ -128,6 +155,14 @@ class AbejaModel(Model):
                 raise errors.InvalidInput(answer.body.decode("utf-8", "replace"))
             answers.append(answer.body)
         return {JSON_TENSOR: np.array(answers, dtype=object)}
+
+
+def _may_run_inline(call: Call) -> bool:
+    """A small body of a JSON or text kind (or none): what a handler answers fast if it ever does."""
+    if isinstance(call.body, Path) or len(call.body) > INLINE_BODY_LIMIT:
+        return False
+    kind = (call.content_type or "").partition("/")[0].strip().lower()
+    return kind in ("", "application", "text") and "multipart" not in (call.content_type or "")
 
 
 def _platform_headers() -> tuple[tuple[str, str], ...]:

@@ -20,7 +20,7 @@ import orjson
 from marshmallow import Schema, ValidationError, fields
 
 from inferd.core.errors import InvalidInput, ModelLoadError
-from inferd.core.model import Model
+from inferd.core.model import Model, PredictInThread
 from inferd.core.types import Tensors
 from inferd.dialects.deepaas import arguments, swagger
 
@@ -39,7 +39,11 @@ class DeepaasModel(Model):
     platform: ClassVar[str] = "deepaas"
 
     def __init__(
-        self, name: str, load_entry: Callable[[], Any], warm: bool = True, predict_in_thread: bool = False
+        self,
+        name: str,
+        load_entry: Callable[[], Any],
+        warm: bool = True,
+        predict_in_thread: PredictInThread = False,
     ) -> None:
         self.entry_name, self.load_entry, self.warm = name, load_entry, warm
         self.predict_in_thread = predict_in_thread

@@ -26,7 +26,7 @@ from google.protobuf.message import Message
 
 from inferd.core.batching import Batcher, BatchSettings, split_rows
 from inferd.core.errors import InvalidInput
-from inferd.core.model import Model
+from inferd.core.model import Model, PredictInThread
 from inferd.core.types import Tensors
 from inferd.dialects.seldon import flask_errors, metadata, metrics, payload
 from inferd.dialects.seldon._generated import prediction_pb2 as pb
@@ -82,7 +82,7 @@ class SeldonModel(Model):
         user_class: type,
         parameters: dict[str, Any],
         service_type: str = "MODEL",
-        predict_in_thread: bool = False,
+        predict_in_thread: PredictInThread = False,
         batching: BatchSettings | None = None,
     ) -> None:
         self.user_class, self.parameters = user_class, parameters

@@ -153,6 +153,25 @@ def test_requests_are_served_concurrently(runtime: httpx.Client) -> None:
     assert elapsed < 2.5, f"four 1 s handlers took {elapsed:.1f} s"
 
 
+def test_a_quick_handler_moves_from_threads_to_the_event_loop_and_back_when_slow(
+    runtime: httpx.Client,
+) -> None:
+    """Quick JSON calls end up on the loop (no thread hop); one slow call there sends the handler back
+    to threads, after which a slow call no longer holds up other requests."""
+    threads = [case(runtime, "thread").text for _ in range(200)]
+    assert threads[0].startswith("abeja-handler"), "code of unknown speed starts in a thread"
+    assert threads[-1] == "MainThread"
+    assert case(runtime, "sleep").content == b"slept"  # 1 s on the loop: overruns the budget
+    assert case(runtime, "thread").text.startswith("abeja-handler")
+    started = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(case, runtime, "sleep")
+        time.sleep(0.3)
+        assert runtime.get("/health_check").status_code == 200
+        assert time.perf_counter() - started < 0.9, "a handler back in its thread must not block the loop"
+        assert slow.result().content == b"slept"
+
+
 def test_health_check(runtime: httpx.Client) -> None:
     assert runtime.get("/health_check").json() == {"status": "ok"}
 

@@ -4,6 +4,7 @@ import datetime
 import http
 import json
 import os
+import threading
 import time
 
 import numpy as np
@@ -83,6 +84,7 @@ CASES = {
         },
     },
     "sleep": sleep,
+    "thread": lambda request, context: {"content": threading.current_thread().name},
     "headers": headers,
     "echo": lambda request, context: {"content_type": "application/json", "content": {"echo": True}},
 }
