@@ -206,6 +206,8 @@ def _batch_key(request: InferenceRequest) -> Hashable:
 
 
 def _frozen(value: Any) -> Hashable:
+    if not value:  # the usual case, first: no parameters
+        return None
     if isinstance(value, dict):
         return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
     return value if isinstance(value, Hashable) else repr(value)

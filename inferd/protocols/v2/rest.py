@@ -13,15 +13,18 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InvalidInput
 from inferd.core.types import ModelMetadata, TensorSpec
+from inferd.protocols import asgi
 from inferd.protocols.json import JSONResponse
 from inferd.protocols.v2.http_codec import decode_request, encode_response
 from inferd.protocols.v2.schema import RepositoryIndexBody, parse
 
 HEADER_LENGTH = "inference-header-content-length"
+HEADER_LENGTH_BYTES = HEADER_LENGTH.encode()
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -81,18 +84,20 @@ class V2Endpoints:
         name, version = _model_of(request)
         return JSONResponse(metadata_body(self.dataplane.model_metadata(name, version)))
 
-    async def infer(self, request: Request) -> Response:
-        name, version = _model_of(request)
+    async def infer(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """``POST .../infer``, the hottest route, as a bare ASGI app (see `inferd.protocols.asgi`)."""
+        params = scope["path_params"]
+        name, version = params["name"], params.get("version")
         self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
-        body = _decompress(await request.body(), request.headers.get("content-encoding"))
-        inference = decode_request(body, request.headers.get(HEADER_LENGTH))
+        body = _decompress(await asgi.read_body(receive), asgi.header(scope, b"content-encoding"))
+        inference = decode_request(body, asgi.header(scope, HEADER_LENGTH_BYTES))
         response = await self.dataplane.infer(name, version, inference, "rest")
         content, header_length = encode_response(response, inference)
         if header_length is None:
-            return Response(content, media_type="application/json")
-        return Response(
-            content, media_type="application/octet-stream", headers={HEADER_LENGTH: str(header_length)}
-        )
+            await asgi.send_body(send, content, b"application/json")
+        else:
+            length = (HEADER_LENGTH_BYTES, str(header_length).encode())
+            await asgi.send_body(send, content, b"application/octet-stream", length)
 
     async def repository_index(self, request: Request) -> Response:
         query: RepositoryIndexBody = parse(RepositoryIndexBody, await request.body())
@@ -115,12 +120,15 @@ def _model_of(request: Request) -> tuple[str, str | None]:
 
 def routes(dataplane: DataPlane) -> list[Route]:
     endpoints = V2Endpoints(dataplane)
-    model_routes: list[tuple[str, Endpoint, str]] = [
-        ("/infer", endpoints.infer, "POST"),
+    infer = _AsgiApp(endpoints.infer)
+    model_routes: list[tuple[str, Endpoint | ASGIApp, str]] = [
+        ("/infer", infer, "POST"),
         ("/ready", endpoints.model_ready, "GET"),
         ("", endpoints.model_metadata, "GET"),
     ]
-    table: list[tuple[str, Endpoint, str]] = []  # model routes first: the router tries them in order
+    table: list[
+        tuple[str, Endpoint | ASGIApp, str]
+    ] = []  # model routes first: the router tries them in order
     for suffix, endpoint, method in model_routes:
         table.append(("/v2/models/{name}" + suffix, endpoint, method))
         table.append(("/v2/models/{name}/versions/{version}" + suffix, endpoint, method))
@@ -133,3 +141,14 @@ def routes(dataplane: DataPlane) -> list[Route]:
         ("/v2/repository/models/{name}/unload", endpoints.unload, "POST"),
     ]
     return [Route(path, endpoint, methods=[method]) for path, endpoint, method in table]
+
+
+class _AsgiApp:
+    """Wraps a bound ASGI method: `Route` hands an object that is not a function or method the raw
+    ``(scope, receive, send)`` instead of a `Request`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
