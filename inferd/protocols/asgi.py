@@ -33,8 +33,10 @@ async def read_body(receive: Receive) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def send_body(send: Send, body: bytes, content_type: bytes, *extra: tuple[bytes, bytes]) -> None:
-    """A 200 answer with ``body``."""
-    headers = [(b"content-length", str(len(body)).encode()), (b"content-type", content_type), *extra]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+async def send_response(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    """An answer with ``body`` and ``headers`` (names lower-case), and its Content-Length where the
+    status allows a body (as Starlette's `Response` does)."""
+    if status >= 200 and status not in (204, 304):
+        headers = [(b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -6,49 +6,63 @@ Health and "not ready" bodies are the proxy's. The endpoint hands the request to
 
 from __future__ import annotations
 
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from inferd.core import metrics
 from inferd.core.dataplane import DataPlane
 from inferd.dialects.abeja.responses import SERVICE_UNAVAILABLE, Answer
 from inferd.dialects.abeja.service import AbejaModel, Call
+from inferd.protocols import asgi
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 
 HEALTHY = Answer(200, b'{"status":"ok"}', "application/json")
 
 
-def to_response(answer: Answer) -> Response:
+async def send_answer(send: Send, answer: Answer) -> None:
     headers = {**dict(answer.headers), "content-type": answer.content_type}
-    return Response(answer.body, answer.status, headers=headers)
+    raw = [(key.lower().encode("latin-1"), value.encode("latin-1")) for key, value in headers.items()]
+    await asgi.send_response(send, answer.status, answer.body, raw)
+
+
+class Endpoint:
+    """Every path but the health check, as a bare ASGI app (see `inferd.protocols.asgi`): a JSON
+    handler's answer is cheap, so the framework's per-request objects would be a good part of it."""
+
+    def __init__(self, dataplane: DataPlane, name: str) -> None:
+        self.dataplane, self.name = dataplane, name
+        self.counted = metrics.series(name, "abeja")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_answer(send, await self.answer(scope, receive))
+
+    async def answer(self, scope: Scope, receive: Receive) -> Answer:
+        if not self.dataplane.model_ready(self.name):
+            return SERVICE_UNAVAILABLE
+        model = self.dataplane.registry.get(self.name)
+        assert isinstance(model, AbejaModel)
+        headers = [(key.decode("latin-1"), value.decode("latin-1")) for key, value in scope["headers"]]
+        content_type = asgi.header(scope, b"content-type")
+        body = await asgi.read_body(receive)
+        call = Call(scope["method"], content_type, headers, body, scope["query_string"])
+        started = self.counted.begin()
+        answer = await model.respond(call)
+        self.counted.end(started, answer.status < 400)
+        return answer
+
+
+class HealthCheck:
+    def __init__(self, dataplane: DataPlane) -> None:
+        self.dataplane = dataplane
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_answer(send, HEALTHY if self.dataplane.ready() else SERVICE_UNAVAILABLE)
 
 
 def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
-    counted = metrics.series(name, "abeja")
-
-    async def health_check(request: Request) -> Response:
-        return to_response(HEALTHY if dataplane.ready() else SERVICE_UNAVAILABLE)
-
-    async def endpoint(request: Request) -> Response:
-        if not dataplane.model_ready(name):
-            return to_response(SERVICE_UNAVAILABLE)
-        model = dataplane.registry.get(name)
-        assert isinstance(model, AbejaModel)
-        call = Call(
-            request.method,
-            request.headers.get("content-type"),
-            request.headers.items(),
-            await request.body(),
-            request.scope["query_string"],
-        )
-        started = counted.begin()
-        answer = await model.respond(call)
-        counted.end(started, answer.status < 400)
-        return to_response(answer)
-
+    endpoint = Endpoint(dataplane, name)
     return [
-        Route("/health_check", health_check, methods=["GET"]),
+        Route("/health_check", HealthCheck(dataplane), methods=["GET"]),
         Route("/", endpoint, methods=ANY_METHOD),  # where clients post: matched before the fallback
         FallbackRoute("/{path:path}", endpoint, methods=ANY_METHOD),
     ]

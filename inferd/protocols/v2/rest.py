@@ -94,10 +94,11 @@ class V2Endpoints:
         response = await self.dataplane.infer(name, version, inference, "rest")
         content, header_length = encode_response(response, inference)
         if header_length is None:
-            await asgi.send_body(send, content, b"application/json")
+            await asgi.send_response(send, 200, content, [(b"content-type", b"application/json")])
         else:
-            length = (HEADER_LENGTH_BYTES, str(header_length).encode())
-            await asgi.send_body(send, content, b"application/octet-stream", length)
+            headers = [(b"content-type", b"application/octet-stream")]
+            headers.append((HEADER_LENGTH_BYTES, str(header_length).encode()))
+            await asgi.send_response(send, 200, content, headers)
 
     async def repository_index(self, request: Request) -> Response:
         query: RepositoryIndexBody = parse(RepositoryIndexBody, await request.body())
