@@ -69,6 +69,7 @@ def uvicorn_config(runtime: Runtime, app: ASGIApp | None = None) -> uvicorn.Conf
     return uvicorn.Config(
         app or create_app(runtime),
         http="httptools",
+        ws="none",  # no WebSocket routes: and not importing a WebSocket library saves memory
         loop="none",
         lifespan="off",
         access_log=False,
