@@ -63,16 +63,12 @@ class SeldonServicer:
             message = json_format.MessageToDict(request)
             if method == "aggregate":  # protobuf drops an empty list: it is still a list
                 message.setdefault("seldonMessages", [])
-
-            if method == "predict" and model.batcher is not None:
-                reply = await model.predict_message(message)
-            else:
-                reply = await model.call_user(model.call, method, message, request, "grpc")
+            reply = await model.answer(method, message, request, "grpc")
             answer = json_format.ParseDict(reply.body, pb.SeldonMessage())
             ok = True
             return answer
         except Exception as exc:
-            await _abort(context, exc)
+            await abort(context, exc)
         finally:
             self.counted.end(started, ok)
 
@@ -80,7 +76,7 @@ class SeldonServicer:
         try:
             return self.component().metadata_answer()
         except Exception as exc:
-            await _abort(context, exc)
+            await abort(context, exc)
             raise  # unreachable: abort raises
 
     async def Predict(self, request: Any, context: Context) -> Any:
@@ -120,6 +116,6 @@ class SeldonServicer:
         return json_format.ParseDict(graph, pb.SeldonGraphMetadata())
 
 
-async def _abort(context: Context, exc: BaseException) -> None:
+async def abort(context: Context, exc: BaseException) -> None:
     error: SeldonError = as_seldon_error(exc)
     await context.abort(error.grpc_code, f"Exception calling application: {error.info}")
