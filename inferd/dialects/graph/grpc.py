@@ -3,6 +3,7 @@ SendFeedback and GraphMetadata (ModelMetadata answers for one node, by name)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -14,46 +15,33 @@ from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
 from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.metadata import graph_metadata
-from inferd.dialects.graph.model import GraphModel
+from inferd.dialects.graph.model import GraphModel, served_graph
 from inferd.dialects.seldon._generated import prediction_pb2 as pb
 from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
-from inferd.dialects.seldon.grpc import Context, abort
+from inferd.dialects.seldon.grpc import Context, abort, counted_call
 
 PROTOCOL = "seldon-grpc"
 
 
 def registrar(dataplane: DataPlane, name: str) -> Callable[[grpc.aio.Server], None]:
     servicer = GraphServicer(dataplane, name)
-
-    def add(server: grpc.aio.Server) -> None:
-        pb_grpc.add_SeldonServicer_to_server(servicer, server)
-
-    return add
+    return lambda server: pb_grpc.add_SeldonServicer_to_server(servicer, server)
 
 
 class GraphServicer:
     def __init__(self, dataplane: DataPlane, name: str) -> None:
-        self.dataplane, self.name = dataplane, name
+        self.name = name
+        self.graph = functools.partial(served_graph, dataplane, name)
         self.counted = core_metrics.series(name, PROTOCOL)
-
-    def graph(self) -> GraphModel:
-        model = self.dataplane.registry.get(self.name)
-        assert isinstance(model, GraphModel)
-        return model
 
     async def _answer(
         self, call: Callable[[GraphModel, Any], Awaitable[Any]], request: Any, context: Context
     ) -> Any:
-        started, ok = self.counted.begin(), False
-        try:
-            answer = await call(self.graph(), json_format.MessageToDict(request))
-            reply = json_format.ParseDict(answer, pb.SeldonMessage())
-            ok = True
-            return reply
-        except Exception as exc:
-            await abort(context, exc)
-        finally:
-            self.counted.end(started, ok)
+        async def answer() -> Any:
+            document = await call(self.graph(), json_format.MessageToDict(request))
+            return json_format.ParseDict(document, pb.SeldonMessage())
+
+        return await counted_call(self.counted, context, answer)
 
     async def Predict(self, request: Any, context: Context) -> Any:
         return await self._answer(GraphModel.answer, request, context)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
+from inferd.core.dataplane import DataPlane
 from inferd.core.model import Model
 from inferd.core.types import Tensors
 from inferd.dialects.graph.errors import NodeError
@@ -53,6 +54,13 @@ class GraphModel(Model):
         except NodeError as exc:
             raise exc.as_inferd_error() from exc
         return {OUTPUT: payload.as_output(body)}
+
+
+def served_graph(dataplane: DataPlane, name: str) -> GraphModel:
+    """The graph served as ``name``, ready (else ModelNotReady)."""
+    model = dataplane.registry.get(name)
+    assert isinstance(model, GraphModel)
+    return model
 
 
 async def _start(node: Node) -> None:

@@ -6,6 +6,7 @@ parameter, multipart) and errors come in Seldon's body, naming the node that fai
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +18,7 @@ from starlette.routing import BaseRoute, Route
 from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
 from inferd.dialects.graph.metadata import graph_metadata
-from inferd.dialects.graph.model import GraphModel
+from inferd.dialects.graph.model import served_graph
 from inferd.dialects.seldon.rest import (
     BOTH,
     CORS,
@@ -52,11 +53,7 @@ def with_puid(message: Any, header: str | None) -> tuple[Any, str | None]:
 
 def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
     counted = core_metrics.series(name, PROTOCOL)
-
-    def graph() -> GraphModel:
-        model = dataplane.registry.get(name)
-        assert isinstance(model, GraphModel)
-        return model
+    graph = functools.partial(served_graph, dataplane, name)
 
     async def predictions(request: Request) -> Response:
         started, ok = counted.begin(), False

@@ -7,7 +7,7 @@ message. Errors get a real status code and keep their message (Seldon sent UNKNO
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -57,20 +57,15 @@ class SeldonServicer:
         return model
 
     async def _answer(self, method: str, request: Any, context: Context) -> Any:
-        started, ok = self.counted.begin(), False
-        try:
+        async def answer() -> Any:
             model = self.component()
             message = json_format.MessageToDict(request)
             if method == "aggregate":  # protobuf drops an empty list: it is still a list
                 message.setdefault("seldonMessages", [])
             reply = await model.answer(method, message, request, "grpc")
-            answer = json_format.ParseDict(reply.body, pb.SeldonMessage())
-            ok = True
-            return answer
-        except Exception as exc:
-            await abort(context, exc)
-        finally:
-            self.counted.end(started, ok)
+            return json_format.ParseDict(reply.body, pb.SeldonMessage())
+
+        return await counted_call(self.counted, context, answer)
 
     async def _metadata(self, context: Context) -> dict[str, Any]:
         try:
@@ -114,6 +109,21 @@ class SeldonServicer:
             "outputs": document["outputs"],
         }
         return json_format.ParseDict(graph, pb.SeldonGraphMetadata())
+
+
+async def counted_call(
+    counted: core_metrics.Series, context: Context, answer: Callable[[], Awaitable[Any]]
+) -> Any:
+    """``answer()``, counted in the request metrics; an error aborts the call with its status."""
+    started, ok = counted.begin(), False
+    try:
+        reply = await answer()
+        ok = True
+        return reply
+    except Exception as exc:
+        await abort(context, exc)
+    finally:
+        counted.end(started, ok)
 
 
 async def abort(context: Context, exc: BaseException) -> None:
