@@ -52,3 +52,7 @@ class ListenError(InferdError):
 
 class TargetError(InferdError):
     """A serve target could not be resolved to models (unknown file, module or dialect)."""
+
+
+class Unavailable(InferdError):
+    """Something the model relies on (a remote node of a graph) cannot be reached; retry later."""

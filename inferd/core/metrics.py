@@ -15,11 +15,19 @@ REQUESTS = Counter(
     "Inference requests answered, by model, protocol and outcome.",
     ["model", "protocol", "outcome"],
 )
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 LATENCY = Histogram(
     "inferd_request_duration_seconds",
     "Time spent answering inference requests, by model and protocol.",
     ["model", "protocol"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    buckets=BUCKETS,
+)
+GRAPH_NODE_LATENCY = Histogram(
+    "inferd_graph_node_duration_seconds",
+    "Time the nodes of an inference graph take per call (failed calls included), by graph, node and "
+    "Seldon method (predict, transform_input, transform_output, route, aggregate, send_feedback).",
+    ["graph", "node", "method"],
+    buckets=BUCKETS,
 )
 IN_FLIGHT = Gauge(
     "inferd_requests_in_flight",

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja"]
+Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
 
 
@@ -110,6 +110,14 @@ class Settings(BaseSettings):
     parameters: str | None = None
     """Seldon ``--parameters``: a JSON list of ``{"name", "value", "type"}`` (INT, FLOAT, DOUBLE,
     STRING, BOOL) passed to the component's constructor as keyword arguments."""
+
+    graph_node_timeout: float = Field(30.0, gt=0)
+    """Seconds a remote node of an inference graph may take to answer one call; a node that takes
+    longer, like one that cannot be reached, fails the request with 503 naming the node."""
+
+    graph_startup_timeout: float = Field(10.0, ge=0)
+    """Seconds a graph waits at start-up for its remote nodes to answer; a node still unreachable
+    then stops the server with an error naming it."""
 
     model_name: str | None = None
     """DEEPaaS ``--model-name``: the one entry point of ``deepaas.v2.model`` to serve (all when unset;

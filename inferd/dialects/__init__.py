@@ -14,6 +14,7 @@ DIALECTS: dict[str, str] = {
     "native": "inferd.dialects.native:dialect",
     "deepaas": "inferd.dialects.deepaas:dialect",
     "seldon": "inferd.dialects.seldon:dialect",
+    "graph": "inferd.dialects.graph:dialect",
     "cortex": "inferd.dialects.cortex:dialect",
     "abeja": "inferd.dialects.abeja:dialect",
 }
@@ -41,7 +42,7 @@ def detect(target: str) -> Dialect:
         f"cannot tell what '{target}' is; expected path/to/model.py:Class (a subclass of inferd.Model), "
         "a module:Class, a directory with a model.py, a DEEPaaS model (module:Class with get_predict_args), "
         "a Seldon component class (MyModel or module:Class), "
-        "a cortex.yaml, an ABEJA module:handler; "
+        "a graph file (a SeldonDeployment or inferd's graph form), a cortex.yaml, an ABEJA module:handler; "
         "or pass --dialect"
     )
 

@@ -63,3 +63,5 @@ def configure_logging(level: str, line_format: str = "inferd") -> None:
         logger.handlers[:] = []
         logger.propagate = True
     logging.getLogger("uvicorn.access").disabled = True
+    # httpx (a graph's calls to its remote nodes) logs every request at INFO: one line per node call.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))

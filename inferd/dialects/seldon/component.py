@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import orjson
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
@@ -84,8 +83,12 @@ class SeldonModel(Model):
         service_type: str = "MODEL",
         predict_in_thread: PredictInThread = False,
         batching: BatchSettings | None = None,
+        unit: tuple[str, str] | None = None,
     ) -> None:
+        """``unit`` is (id, image) of the unit in a graph; unset, Seldon's ``PREDICTIVE_UNIT_ID`` and
+        ``PREDICTIVE_UNIT_IMAGE`` say it (they key ``meta.requestPath`` and feedback routing)."""
         self.user_class, self.parameters = user_class, parameters
+        self.unit = unit
         self.v2_method = V2_METHODS.get(service_type, "predict")
         self.predict_in_thread = predict_in_thread
         self.batching = batching or BatchSettings()
@@ -103,8 +106,10 @@ class SeldonModel(Model):
         self.recorder = metrics.recorder()
         self.include_metrics = environment_flag("INCLUDE_METRICS_IN_CLIENT_RESPONSE", "true")
         self.feedback_metrics = os.environ.get("SELDON_EXECUTOR_ENABLED", "true").lower() != "false"
-        self.unit_id = os.environ.get("PREDICTIVE_UNIT_ID", "")
-        self.unit_image = os.environ.get("PREDICTIVE_UNIT_IMAGE", "")
+        self.unit_id, self.unit_image = self.unit or (
+            os.environ.get("PREDICTIVE_UNIT_ID", ""),
+            os.environ.get("PREDICTIVE_UNIT_IMAGE", ""),
+        )
         self._meta_rule = {
             name: takes_meta(getattr(self.user, name))
             for name in ("predict", "transform_input", "transform_output", "route")
@@ -141,6 +146,13 @@ class SeldonModel(Model):
             logger.warning("%s_%s is deprecated; use %s_raw", method, protocol, method)
             return Reply(_plain(legacy(raw_input)))
         return self._methods[method](request, raw_input, protocol)
+
+    async def answer(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
+        """`call` as every protocol runs it: predict through the batcher when the component opted in,
+        else the user code on the loop or in a thread (``predict_in_thread``)."""
+        if method == "predict" and self.batcher is not None:
+            return await self.predict_message(request)
+        return await self.call_user(self.call, method, request, native, protocol)
 
     async def predict_message(self, request: Any) -> Reply:
         """predict through the batcher (a component that opted in): concurrent ``ndarray`` or
@@ -392,20 +404,7 @@ class SeldonModel(Model):
             if fields is not None and fields[0] < 500:
                 raise InvalidInput(fields[1]) from exc
             raise
-        data = body.get("data") if isinstance(body, dict) else None
-        if isinstance(data, dict):
-            if "tensor" in data:
-                values = data["tensor"]
-                return {OUTPUT: np.asarray(values["values"]).reshape(values["shape"])}
-            if "ndarray" in data:
-                return {OUTPUT: np.asarray(data["ndarray"])}
-        if isinstance(body, dict) and "strData" in body:
-            document: bytes = body["strData"].encode()
-        elif isinstance(body, dict) and "binData" in body:
-            document = payload.b64decode(body["binData"])
-        else:
-            document = orjson.dumps(body.get("jsonData") if isinstance(body, dict) else body)
-        return {OUTPUT: np.array([document], dtype=object)}
+        return {OUTPUT: payload.as_output(body)}
 
 
 def as_proto_json(document: Any, message: Message) -> dict[str, Any]:

@@ -7,7 +7,7 @@ message. Errors get a real status code and keep their message (Seldon sent UNKNO
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -57,30 +57,21 @@ class SeldonServicer:
         return model
 
     async def _answer(self, method: str, request: Any, context: Context) -> Any:
-        started, ok = self.counted.begin(), False
-        try:
+        async def answer() -> Any:
             model = self.component()
             message = json_format.MessageToDict(request)
             if method == "aggregate":  # protobuf drops an empty list: it is still a list
                 message.setdefault("seldonMessages", [])
+            reply = await model.answer(method, message, request, "grpc")
+            return json_format.ParseDict(reply.body, pb.SeldonMessage())
 
-            if method == "predict" and model.batcher is not None:
-                reply = await model.predict_message(message)
-            else:
-                reply = await model.call_user(model.call, method, message, request, "grpc")
-            answer = json_format.ParseDict(reply.body, pb.SeldonMessage())
-            ok = True
-            return answer
-        except Exception as exc:
-            await _abort(context, exc)
-        finally:
-            self.counted.end(started, ok)
+        return await counted_call(self.counted, context, answer)
 
     async def _metadata(self, context: Context) -> dict[str, Any]:
         try:
             return self.component().metadata_answer()
         except Exception as exc:
-            await _abort(context, exc)
+            await abort(context, exc)
             raise  # unreachable: abort raises
 
     async def Predict(self, request: Any, context: Context) -> Any:
@@ -120,6 +111,21 @@ class SeldonServicer:
         return json_format.ParseDict(graph, pb.SeldonGraphMetadata())
 
 
-async def _abort(context: Context, exc: BaseException) -> None:
+async def counted_call(
+    counted: core_metrics.Series, context: Context, answer: Callable[[], Awaitable[Any]]
+) -> Any:
+    """``answer()``, counted in the request metrics; an error aborts the call with its status."""
+    started, ok = counted.begin(), False
+    try:
+        reply = await answer()
+        ok = True
+        return reply
+    except Exception as exc:
+        await abort(context, exc)
+    finally:
+        counted.end(started, ok)
+
+
+async def abort(context: Context, exc: BaseException) -> None:
     error: SeldonError = as_seldon_error(exc)
     await context.abort(error.grpc_code, f"Exception calling application: {error.info}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 from inferd.dialects.seldon import tftensor
 from inferd.dialects.seldon.errors import SeldonError
@@ -135,6 +136,26 @@ def encode(result: Any, request_kind: str, class_names: Any) -> dict[str, Any]:
     else:
         data["ndarray"] = as_list if as_list is not None else array.tolist()
     return {"data": data}
+
+
+def as_output(body: Any) -> np.ndarray:
+    """A response message as one V2 output: its ``data`` as an array; a ``strData``, ``binData`` or
+    ``jsonData`` payload (or anything else) as one BYTES element."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if isinstance(data, dict):
+        if "tensor" in data:
+            values = data["tensor"]
+            tensor: np.ndarray = np.asarray(values["values"]).reshape(values["shape"])
+            return tensor
+        if "ndarray" in data:
+            return np.asarray(data["ndarray"])
+    if isinstance(body, dict) and "strData" in body:
+        document: bytes = body["strData"].encode()
+    elif isinstance(body, dict) and "binData" in body:
+        document = b64decode(body["binData"])
+    else:
+        document = orjson.dumps(body.get("jsonData") if isinstance(body, dict) else body)
+    return np.array([document], dtype=object)
 
 
 def names_of(array: np.ndarray, class_names: Any) -> list[str]:

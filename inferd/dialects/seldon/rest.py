@@ -18,13 +18,14 @@ from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import ModelNotReady
 from inferd.dialects.seldon import openapi
-from inferd.dialects.seldon.component import Reply, SeldonModel, environment_flag
+from inferd.dialects.seldon.component import SeldonModel, environment_flag
 from inferd.dialects.seldon.errors import INTERNAL_ERROR, SeldonError, as_seldon_error
 from inferd.protocols import prometheus
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 
 PROTOCOL = "seldon"
 BOTH = ("GET", "POST")
+GET = ("GET", "HEAD")
 POST = ("POST",)
 CORS = {"Access-Control-Allow-Origin": "*"}
 NOT_FOUND = (
@@ -116,10 +117,6 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
 
     def endpoint(method: str, allowed: tuple[str, ...]) -> Callable[[Request], Awaitable[Response]]:
         async def answer(request: Request) -> Response:
-            if request.method == "OPTIONS":
-                return preflight(request)
-            if request.method not in allowed:
-                return method_not_allowed(request)
             started, ok, model = counted.begin(), False, None
             try:
                 model = component()
@@ -129,11 +126,7 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
                     ok = True
                     content = result if isinstance(result, (bytes, str)) else dumps(result)
                     return Response(content, headers=CORS, media_type="application/json")
-                message = await read_message(request)
-                if method == "predict" and model.batcher is not None:
-                    reply: Reply = await model.predict_message(message)
-                else:
-                    reply = await model.call_user(model.call, method, message)
+                reply = await model.answer(method, await read_message(request))
                 ok = reply.status < 400
                 return json_response(reply.body, reply.status)
             except Exception as exc:
@@ -144,7 +137,7 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
             finally:
                 counted.end(started, ok)
 
-        return answer
+        return only(allowed, answer)
 
     async def health_status(request: Request) -> Response:
         try:
@@ -165,9 +158,6 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
 
     async def seldon_json(request: Request) -> Response:
         return json_response(openapi.DOCUMENT)
-
-    async def not_found(request: Request) -> Response:
-        return json_response(SeldonError(NOT_FOUND, 404, INTERNAL_ERROR).body(), 404)
 
     table: list[BaseRoute] = [
         Route(path, endpoint(method, methods), methods=ANY_METHOD)
@@ -190,15 +180,27 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
     return table
 
 
-def only_get(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+async def not_found(request: Request) -> Response:
+    return json_response(SeldonError(NOT_FOUND, 404, INTERNAL_ERROR).body(), 404)
+
+
+def only(
+    methods: tuple[str, ...], handler: Callable[[Request], Awaitable[Response]]
+) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` for ``methods``; CORS preflights answered, other methods 405 in Seldon's body."""
+
     async def answer(request: Request) -> Response:
         if request.method == "OPTIONS":
             return preflight(request)
-        if request.method not in ("GET", "HEAD"):
+        if request.method not in methods:
             return method_not_allowed(request)
         return await handler(request)
 
     return answer
+
+
+def only_get(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    return only(GET, handler)
 
 
 def preflight(request: Request) -> Response:

@@ -1,0 +1,50 @@
+"""The graph dialect: ``inferd serve graph.yaml`` serves a Seldon inference graph (a SeldonDeployment
+or inferd's short form) as one model, on Seldon's external API, its gRPC Seldon service and V2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.routing import BaseRoute
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.importer import split_target
+from inferd.core.model import Model
+from inferd.core.settings import Settings
+from inferd.dialects.base import ServedModel
+from inferd.dialects.graph import grpc, rest, spec
+from inferd.dialects.graph.model import GraphModel
+from inferd.dialects.graph.nodes import factories
+
+
+def served_name(settings: Settings, graph: spec.GraphSpec | None = None) -> str:
+    return settings.name or (graph or spec.load(Path(settings.target))).name
+
+
+class GraphDialect:
+    name = "graph"
+
+    def detect(self, target: str) -> bool:
+        return spec.looks_like_graph(Path(split_target(target)[0]))
+
+    def settings_from_environment(self) -> dict[str, Any]:
+        return {}
+
+    def models(self, settings: Settings) -> list[ServedModel]:
+        graph = spec.load(Path(settings.target))
+        nodes = factories(graph, settings)
+
+        def factory() -> Model:
+            return GraphModel(graph, nodes)
+
+        return [ServedModel(served_name(settings, graph), factory, settings.model_version)]
+
+    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+        return rest.routes(dataplane, served_name(settings))
+
+    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+        return [grpc.registrar(dataplane, served_name(settings))]
+
+
+dialect = GraphDialect()

@@ -1,0 +1,116 @@
+"""The graph on Seldon's external API, as the executor serves it: ``/api/v1.0/predictions`` and
+``/api/v1.0/feedback`` (and v0.1), plus the microservice names ``/predict`` and ``/send-feedback`` so
+a graph server can itself be a node of another graph; ``/health/ping``, ``/ready``, ``/live`` and
+``/api/v1.0/metadata``. Requests take Seldon's forms (JSON body, ``json`` form field or query
+parameter, multipart) and errors come in Seldon's body, naming the node that failed."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from inferd.core import metrics as core_metrics
+from inferd.core.dataplane import DataPlane
+from inferd.dialects.graph.metadata import graph_metadata
+from inferd.dialects.graph.model import served_graph
+from inferd.dialects.seldon.rest import (
+    BOTH,
+    CORS,
+    GET,
+    POST,
+    error_response,
+    json_response,
+    not_found,
+    only,
+    read_message,
+)
+from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
+
+PROTOCOL = "seldon"
+PUID_HEADER = "Seldon-Puid"
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def with_puid(message: Any, header: str | None) -> tuple[Any, str | None]:
+    """The message with ``meta.puid`` set, from the message, the ``Seldon-Puid`` header or a new id
+    (the executor's request id, which every node sees and echoes)."""
+    if not isinstance(message, dict):
+        return message, header
+    meta = message.get("meta")
+    puid = meta.get("puid") if isinstance(meta, dict) else None
+    if puid:
+        return message, str(puid)
+    puid = header or uuid.uuid4().hex
+    meta = meta if isinstance(meta, dict) else {}
+    return {**message, "meta": {**meta, "puid": puid}}, puid
+
+
+def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
+    counted = core_metrics.series(name, PROTOCOL)
+    graph = functools.partial(served_graph, dataplane, name)
+
+    async def predictions(request: Request) -> Response:
+        started, ok = counted.begin(), False
+        try:
+            message, puid = with_puid(await read_message(request), request.headers.get(PUID_HEADER))
+            answer = await graph().answer(message)
+            ok = True
+            response = json_response(answer)
+            if puid:
+                response.headers[PUID_HEADER] = puid
+            return response
+        except Exception as exc:
+            return error_response(exc)
+        finally:
+            counted.end(started, ok)
+
+    async def feedback(request: Request) -> Response:
+        started, ok = counted.begin(), False
+        try:
+            answer = await graph().feedback(await read_message(request))
+            ok = True
+            return json_response(answer)
+        except Exception as exc:
+            return error_response(exc)
+        finally:
+            counted.end(started, ok)
+
+    async def ping(request: Request) -> Response:
+        return Response("pong", headers=CORS, media_type="text/html")
+
+    async def ready(request: Request) -> Response:
+        up = dataplane.model_ready(name)
+        return Response("ready" if up else "not ready", 200 if up else 503, media_type="text/plain")
+
+    async def live(request: Request) -> Response:
+        return Response("live", media_type="text/plain")
+
+    async def metadata(request: Request) -> Response:
+        try:
+            return json_response(await graph_metadata(graph()))
+        except Exception as exc:
+            return error_response(exc)
+
+    table: list[tuple[tuple[str, ...], tuple[str, ...], Handler]] = [
+        (("/api/v1.0/predictions", "/api/v0.1/predictions"), POST, predictions),
+        (("/predict",), BOTH, predictions),
+        (("/api/v1.0/feedback", "/api/v0.1/feedback"), POST, feedback),
+        (("/send-feedback",), BOTH, feedback),
+        (("/health/ping",), GET, ping),
+        (("/ready",), GET, ready),
+        (("/live",), GET, live),
+        (("/api/v1.0/metadata", "/metadata"), GET, metadata),
+    ]
+    found: list[BaseRoute] = [
+        Route(path, only(methods, handler), methods=ANY_METHOD)
+        for paths, methods, handler in table
+        for path in paths
+    ]
+    found.append(FallbackRoute("/{path:path}", not_found, methods=ANY_METHOD))
+    return found
