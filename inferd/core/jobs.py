@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from inferd.core.processes import alive, end_with_parent, identity
+
 logger = logging.getLogger("inferd.jobs")
 
 STOPPED = "server stopped while the job was running"
@@ -50,10 +52,14 @@ CREATE TABLE IF NOT EXISTS jobs (
     date TEXT NOT NULL,
     finish_date TEXT,
     output TEXT,
-    message TEXT
+    message TEXT,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_model ON jobs (model, seq);
 """
+#: Stores written before jobs had an owner (the `identity` of the process running them) gain one.
+_ADD_OWNER = "ALTER TABLE jobs ADD COLUMN owner TEXT"
+ORPHANED = "the server process running the job was lost"
 _COLUMNS = "uuid, model, args, status, date, finish_date, output, message"
 
 
@@ -91,6 +97,8 @@ class JobStore:
         self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
+        if "owner" not in {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}:
+            self._db.execute(_ADD_OWNER)
 
     def create(self, model: str, args: Any) -> JobRecord:
         """A new ``running`` record; ``args`` must be JSON-serialisable (``TypeError`` otherwise)."""
@@ -98,8 +106,8 @@ class JobStore:
         record = JobRecord(uuid4().hex, model, json.loads(text), JobStatus.RUNNING, datetime.now())
         with self._lock:
             self._db.execute(
-                "INSERT INTO jobs (uuid, model, args, status, date) VALUES (?, ?, ?, ?, ?)",
-                (record.uuid, model, text, record.status.value, _date_text(record.date)),
+                "INSERT INTO jobs (uuid, model, args, status, date, owner) VALUES (?, ?, ?, ?, ?, ?)",
+                (record.uuid, model, text, record.status.value, _date_text(record.date), identity()),
             )
         return record
 
@@ -152,6 +160,15 @@ class JobStore:
                 (JobStatus.ERROR.value, _date_text(datetime.now()), message, JobStatus.RUNNING.value),
             )
         return cursor.rowcount
+
+    def interrupt_orphans(self, message: str = ORPHANED) -> int:
+        """Fail every running job whose owner process is gone (a worker that crashed or was killed,
+        which had no chance to record how its jobs ended); safe to call while other workers run."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT uuid, owner FROM jobs WHERE status = ?", (JobStatus.RUNNING.value,)
+            ).fetchall()
+        return sum(self.fail(uuid, message) for uuid, owner in rows if owner is None or not alive(owner))
 
     def close(self) -> None:
         with self._lock:
@@ -339,6 +356,7 @@ def _run_child(target: Callable[[], Any], writer: Connection) -> None:
     if hasattr(os, "setpgid"):
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
+    end_with_parent(_end_group)  # a worker that is killed leaves no job running unwatched
     try:
         output = target()
     except BaseException as exc:
@@ -348,6 +366,13 @@ def _run_child(target: Callable[[], Any], writer: Connection) -> None:
         outcome = ("done", text, converted)
     writer.send(outcome)
     writer.close()
+
+
+def _end_group() -> None:
+    """In an orphaned job's process: end it and whatever it started (its process group)."""
+    if hasattr(os, "killpg") and os.getpgid(0) == os.getpid():
+        os.killpg(0, _SIGKILL)
+    os._exit(1)
 
 
 def _stop(jobs: Sequence[_Job], timeout: float) -> None:
