@@ -8,12 +8,12 @@ is conditional on the current status, so a job that is cancelled while it finish
 
 from __future__ import annotations
 
-import atexit
 import builtins
 import contextlib
 import json
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -205,7 +205,7 @@ class JobRunner:
     """Runs each job in its own ``spawn`` process, watched by a thread that records how it ended.
 
     A job's process leads its own process group (POSIX), so cancelling it also stops what it started
-    (data loader workers, ``subprocess`` calls). ``shutdown`` runs at interpreter exit if not called.
+    (data loader workers, ``subprocess`` calls). ``shutdown`` runs at process exit if not called.
     """
 
     def __init__(self, store: JobStore) -> None:
@@ -214,7 +214,9 @@ class JobRunner:
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Lock()
         self._closed = False
-        atexit.register(self.shutdown)
+        # A multiprocessing finalizer, not atexit: in a worker process, multiprocessing joins child
+        # processes (these jobs) before atexit handlers run, so a running job would hold up its exit.
+        self._at_exit = multiprocessing.util.Finalize(None, self.shutdown, exitpriority=0)
 
     def start(self, record: JobRecord, target: Callable[[], Any], cleanup: Sequence[Path] = ()) -> None:
         """Run ``target`` (picklable) in a new process; its return value becomes the job's output.
@@ -272,7 +274,7 @@ class JobRunner:
     def shutdown(self, timeout: float = 5.0, message: str = STOPPED) -> None:
         """Stop every job's process; their records fail with ``message``. Later ``start`` calls raise."""
         self._closed = True
-        atexit.unregister(self.shutdown)
+        self._at_exit.cancel()
         with self._lock:
             jobs = list(self._jobs.values())
         for job in jobs:
@@ -357,6 +359,7 @@ def _run_child(target: Callable[[], Any], writer: Connection) -> None:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
     end_with_parent(_end_group)  # a worker that is killed leaves no job running unwatched
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a server process ignoring it passed that on
     try:
         output = target()
     except BaseException as exc:

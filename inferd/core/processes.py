@@ -6,6 +6,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 MIB = 1024 * 1024
@@ -17,6 +18,31 @@ def rss_bytes(pid: int) -> int | None:
         with open(f"/proc/{pid}/statm", "rb") as statm:
             return int(statm.read().split()[1]) * _PAGE_SIZE
     except (OSError, IndexError, ValueError):
+        return None
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process under ``pid`` (Linux ``/proc``): workers, model processes, jobs."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def open_fds(pid: int) -> int | None:
+    """How many file descriptors ``pid`` holds open (Linux ``/proc``); None when it cannot be read."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
         return None
 
 

@@ -93,6 +93,10 @@ class Settings(BaseSettings):
     """With ``isolate``: seconds an HTTP request may wait for the model process; past them the model
     process is considered hung, killed and replaced, and its in-flight requests get 503."""
 
+    restart_wait: float = Field(60.0, ge=0)
+    """With ``isolate``: seconds a request waits for a model process being replaced (loading its
+    models) before it gets 503."""
+
     worker_memory_limit: int | None = Field(None, ge=1)
     """Resident memory in MiB a process running user code may use (the model process with
     ``isolate``, else each worker of ``--workers`` > 1), checked every ``memory_check_interval``

@@ -7,7 +7,7 @@ inferd's whole app, every dialect's routes included, and the gRPC server. If the
 dies, outgrows ``worker_memory_limit`` or leaves a request unanswered for ``hang_timeout`` seconds,
 every request in it fails with `ModelProcessLost` (503 and ``Retry-After``), the event is logged and
 counted in ``inferd_worker_restarts_total{process="model"}``, and a new model process loads the
-models again while the worker keeps accepting (new requests wait for it).
+models again while the worker keeps accepting (new requests wait for it, up to ``restart_wait``).
 """
 
 from __future__ import annotations
@@ -132,10 +132,10 @@ class ModelProcess:
             generation.pending.pop(call, None)
 
     async def _ready_generation(self) -> _Generation:
-        """The model process, waiting up to ``hang_timeout`` for one being started."""
+        """The model process, waiting up to ``restart_wait`` for one being started."""
         if self.current is None:
             try:
-                await asyncio.wait_for(self._available.wait(), self.settings.hang_timeout)
+                await asyncio.wait_for(self._available.wait(), self.settings.restart_wait)
             except TimeoutError:
                 raise ModelProcessLost("the model process is being replaced; retry later") from None
         assert self.current is not None

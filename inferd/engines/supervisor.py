@@ -109,8 +109,8 @@ class Supervisor:
             self._supervise(fields, sock, ready)
             return 0
         finally:
+            sock.close()  # once the workers close theirs, new connections are refused, not queued
             self._stop_all()
-            sock.close()
             if self.metrics_sock is not None:
                 self.metrics_sock.close()
             if grpc_hold is not None:
