@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import TEST_MODELS
-from tests.servers import RunningServer, serve
+from tests.servers import ROOT, RunningServer, serve
 
 CRASHING = str(TEST_MODELS / "crashing.py")
 LIMITS = {
@@ -131,3 +131,24 @@ def test_without_isolation_a_lost_worker_is_replaced_and_counted() -> None:
         assert wait_for_restarts(server, "memory", 1) == 1
         assert "over the limit of 250 MiB; killing it" in server.log
         assert len(pids_seen(server, 2)) == 2
+
+
+def test_isolation_serves_a_dialects_own_routes_and_grpc() -> None:
+    """The model process runs the whole app: Seldon's REST route and gRPC service, unchanged."""
+    import grpc
+    from google.protobuf import json_format
+
+    from inferd.dialects.seldon._generated import prediction_pb2 as pb
+    from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
+    from tests.dialects.seldon.conftest import COMPONENTS
+
+    document = {"data": {"ndarray": [[1.0, 2.0]]}}
+    here = {"PYTHONPATH": str(ROOT)}  # this checkout's inferd, though the cwd is the component's
+    with serve("Identity", "--dialect", "seldon", "--isolate", cwd=COMPONENTS, env=here) as server:
+        response = httpx.post(f"{server.http_url}/api/v1.0/predictions", json=document, timeout=30)
+        assert response.status_code == 200, response.text
+        assert response.json()["data"]["ndarray"] == [[1.0, 2.0]]
+        assert server.grpc_address is not None
+        with grpc.insecure_channel(server.grpc_address) as channel:
+            reply = pb_grpc.ModelStub(channel).Predict(json_format.ParseDict(document, pb.SeldonMessage()))
+        assert json_format.MessageToDict(reply)["data"]["ndarray"] == [[1.0, 2.0]]
