@@ -19,6 +19,7 @@ import grpc
 import uvicorn
 from starlette.types import ASGIApp
 
+from inferd.core.errors import ListenError
 from inferd.core.settings import Settings
 from inferd.engines.sockets import bind_http, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app
@@ -140,7 +141,11 @@ async def serve(
     backend = backend or LocalBackend(runtime or build_runtime(settings))
     try:
         names, grpc_port = await backend.start()
-        sock = http_socket or bind_http(settings.host, settings.port)
+        try:
+            sock = http_socket or bind_http(settings.host, settings.port)
+        except ListenError:
+            await backend.drain(0)  # gRPC already runs: stop it before telling why HTTP cannot
+            raise
         http = _Server(uvicorn_config(settings, backend.app()))
         metrics_server, metrics_port = None, None
         if settings.metrics_port is not None:
