@@ -16,11 +16,14 @@ RESULT = re.compile(r"^V2_IRIS_RESULT (\{.*\})$", re.MULTILINE)
 
 
 def start_inferd(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    inferd: tuple[str, ...] = (str(INFERD),),
 ) -> tuple[subprocess.Popen[str], str]:
     """``inferd serve ARGS`` on a free port (its own session, for os.killpg) and its base URL; ``env``:
-    its whole environment (default: ours)."""
-    command = [str(INFERD), "serve", *args, "--port", "0", "--no-grpc", "--log-level", "warning"]
+    its whole environment (default: ours); ``inferd``: the command (default: the installed one)."""
+    command = [*inferd, "serve", *args, "--port", "0", "--no-grpc", "--log-level", "warning"]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, text=True, start_new_session=True, cwd=cwd, env=env
     )

@@ -119,6 +119,14 @@ def serve(
     workers: Annotated[
         int | None, typer.Option(help="Server processes sharing the ports [default: 1].")
     ] = None,
+    isolate: Annotated[
+        bool | None,
+        typer.Option(
+            "--isolate/--no-isolate",
+            help="Run user code in a model process per worker: a crash, hang or memory overrun "
+            "answers 503 and the process is replaced.",
+        ),
+    ] = None,
     access_log: Annotated[
         bool | None, typer.Option("--access-log/--no-access-log", help="Log every request.")
     ] = None,
@@ -186,6 +194,7 @@ def serve(
         grpc_port=grpc_port,
         grpc_enabled=False if no_grpc else None,
         workers=workers,
+        isolate=isolate,
         access_log=access_log,
         log_level=log_level,
         install_requirements=install_requirements,
@@ -209,7 +218,7 @@ def serve(
     runtime = _runtime_or_exit(settings)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
-        if settings.workers > 1:
+        if settings.workers > 1 or settings.isolate:
             code = Supervisor(settings, local.print_ready).run()
         else:
             local.run(local.serve(settings, local.print_ready, runtime=runtime))

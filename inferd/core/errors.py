@@ -31,12 +31,21 @@ class ModelLoadError(InferdError):
     """Loading a model failed; the message says why."""
 
 
-class Overloaded(InferdError):
-    """The server sheds this request; the client should retry later."""
+class RetryLater(InferdError):
+    """The request could not be answered now but may be on a retry, after ``retry_after`` seconds."""
 
     def __init__(self, message: str, retry_after: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Overloaded(RetryLater):
+    """The server sheds this request; the client should retry later."""
+
+
+class ModelProcessLost(RetryLater):
+    """The process running the model's code died, outgrew its memory limit or hung while this
+    request was in it; it is being replaced, so a retry may succeed."""
 
 
 class InferenceFailed(InferdError):
@@ -54,5 +63,5 @@ class TargetError(InferdError):
     """A serve target could not be resolved to models (unknown file, module or dialect)."""
 
 
-class Unavailable(InferdError):
+class Unavailable(RetryLater):
     """Something the model relies on (a remote node of a graph) cannot be reached; retry later."""

@@ -8,12 +8,12 @@ is conditional on the current status, so a job that is cancelled while it finish
 
 from __future__ import annotations
 
-import atexit
 import builtins
 import contextlib
 import json
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -30,6 +30,8 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
+
+from inferd.core.processes import alive, end_with_parent, identity
 
 logger = logging.getLogger("inferd.jobs")
 
@@ -50,10 +52,14 @@ CREATE TABLE IF NOT EXISTS jobs (
     date TEXT NOT NULL,
     finish_date TEXT,
     output TEXT,
-    message TEXT
+    message TEXT,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_model ON jobs (model, seq);
 """
+#: Stores written before jobs had an owner (the `identity` of the process running them) gain one.
+_ADD_OWNER = "ALTER TABLE jobs ADD COLUMN owner TEXT"
+ORPHANED = "the server process running the job was lost"
 _COLUMNS = "uuid, model, args, status, date, finish_date, output, message"
 
 
@@ -91,6 +97,8 @@ class JobStore:
         self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
+        if "owner" not in {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}:
+            self._db.execute(_ADD_OWNER)
 
     def create(self, model: str, args: Any) -> JobRecord:
         """A new ``running`` record; ``args`` must be JSON-serialisable (``TypeError`` otherwise)."""
@@ -98,8 +106,8 @@ class JobStore:
         record = JobRecord(uuid4().hex, model, json.loads(text), JobStatus.RUNNING, datetime.now())
         with self._lock:
             self._db.execute(
-                "INSERT INTO jobs (uuid, model, args, status, date) VALUES (?, ?, ?, ?, ?)",
-                (record.uuid, model, text, record.status.value, _date_text(record.date)),
+                "INSERT INTO jobs (uuid, model, args, status, date, owner) VALUES (?, ?, ?, ?, ?, ?)",
+                (record.uuid, model, text, record.status.value, _date_text(record.date), identity()),
             )
         return record
 
@@ -153,6 +161,15 @@ class JobStore:
             )
         return cursor.rowcount
 
+    def interrupt_orphans(self, message: str = ORPHANED) -> int:
+        """Fail every running job whose owner process is gone (a worker that crashed or was killed,
+        which had no chance to record how its jobs ended); safe to call while other workers run."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT uuid, owner FROM jobs WHERE status = ?", (JobStatus.RUNNING.value,)
+            ).fetchall()
+        return sum(self.fail(uuid, message) for uuid, owner in rows if owner is None or not alive(owner))
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -188,7 +205,7 @@ class JobRunner:
     """Runs each job in its own ``spawn`` process, watched by a thread that records how it ended.
 
     A job's process leads its own process group (POSIX), so cancelling it also stops what it started
-    (data loader workers, ``subprocess`` calls). ``shutdown`` runs at interpreter exit if not called.
+    (data loader workers, ``subprocess`` calls). ``shutdown`` runs at process exit if not called.
     """
 
     def __init__(self, store: JobStore) -> None:
@@ -197,7 +214,9 @@ class JobRunner:
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Lock()
         self._closed = False
-        atexit.register(self.shutdown)
+        # A multiprocessing finalizer, not atexit: in a worker process, multiprocessing joins child
+        # processes (these jobs) before atexit handlers run, so a running job would hold up its exit.
+        self._at_exit = multiprocessing.util.Finalize(None, self.shutdown, exitpriority=0)
 
     def start(self, record: JobRecord, target: Callable[[], Any], cleanup: Sequence[Path] = ()) -> None:
         """Run ``target`` (picklable) in a new process; its return value becomes the job's output.
@@ -255,7 +274,7 @@ class JobRunner:
     def shutdown(self, timeout: float = 5.0, message: str = STOPPED) -> None:
         """Stop every job's process; their records fail with ``message``. Later ``start`` calls raise."""
         self._closed = True
-        atexit.unregister(self.shutdown)
+        self._at_exit.cancel()
         with self._lock:
             jobs = list(self._jobs.values())
         for job in jobs:
@@ -339,6 +358,8 @@ def _run_child(target: Callable[[], Any], writer: Connection) -> None:
     if hasattr(os, "setpgid"):
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
+    end_with_parent(_end_group)  # a worker that is killed leaves no job running unwatched
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a server process ignoring it passed that on
     try:
         output = target()
     except BaseException as exc:
@@ -348,6 +369,13 @@ def _run_child(target: Callable[[], Any], writer: Connection) -> None:
         outcome = ("done", text, converted)
     writer.send(outcome)
     writer.close()
+
+
+def _end_group() -> None:
+    """In an orphaned job's process: end it and whatever it started (its process group)."""
+    if hasattr(os, "killpg") and os.getpgid(0) == os.getpid():
+        os.killpg(0, _SIGKILL)
+    os._exit(1)
 
 
 def _stop(jobs: Sequence[_Job], timeout: float) -> None:

@@ -36,6 +36,13 @@ IN_FLIGHT = Gauge(
     multiprocess_mode="livesum",
 )
 
+RESTARTS = Counter(
+    "inferd_worker_restarts_total",
+    "Processes running user code that were replaced, by kind of process (a worker, or the model "
+    "process of an isolated worker) and reason (exit, signal, memory, hang).",
+    ["process", "reason"],
+)
+
 
 class Series:
     """The labelled children of one (model, protocol), looked up once instead of per request."""

@@ -81,6 +81,30 @@ class Settings(BaseSettings):
     graceful_timeout: float = Field(30.0, ge=0)
     """Seconds to let in-flight requests finish after SIGTERM or Ctrl+C."""
 
+    isolate: bool = False
+    """Run the models (user code) of each worker in a child "model process" behind the worker's HTTP
+    server. When user code segfaults, exits, outgrows ``worker_memory_limit`` or hangs past
+    ``hang_timeout``, its in-flight HTTP requests get 503 with ``Retry-After`` instead of a reset
+    connection, and the model process is replaced (models loaded again). The cost: every HTTP
+    request crosses one more process boundary (its body and answer are copied once more), and gRPC
+    is served by the model process, so a crash ends its in-flight calls with UNAVAILABLE."""
+
+    hang_timeout: float = Field(120.0, gt=0)
+    """With ``isolate``: seconds an HTTP request may wait for the model process; past them the model
+    process is considered hung, killed and replaced, and its in-flight requests get 503."""
+
+    restart_wait: float = Field(60.0, ge=0)
+    """With ``isolate``: seconds a request waits for a model process being replaced (loading its
+    models) before it gets 503."""
+
+    worker_memory_limit: int | None = Field(None, ge=1)
+    """Resident memory in MiB a process running user code may use (the model process with
+    ``isolate``, else each worker of ``--workers`` > 1), checked every ``memory_check_interval``
+    seconds; past it the process is killed and replaced. Unset: no limit."""
+
+    memory_check_interval: float = Field(1.0, gt=0)
+    """Seconds between two checks of ``worker_memory_limit``."""
+
     predict_in_thread: bool | Literal["auto"] = False
     """Run synchronous user code (``predict`` and the like) in a thread pool instead of on the event
     loop.

@@ -13,11 +13,13 @@ import signal
 import socket
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+import grpc
 import uvicorn
 from starlette.types import ASGIApp
 
+from inferd.core.errors import ListenError
 from inferd.core.settings import Settings
 from inferd.engines.sockets import bind_http, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app
@@ -65,9 +67,9 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(coroutine)
 
 
-def uvicorn_config(runtime: Runtime, app: ASGIApp | None = None) -> uvicorn.Config:
+def uvicorn_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
     return uvicorn.Config(
-        app or create_app(runtime),
+        app,
         http="httptools",
         ws="none",  # no WebSocket routes: and not importing a WebSocket library saves memory
         loop="none",
@@ -76,9 +78,55 @@ def uvicorn_config(runtime: Runtime, app: ASGIApp | None = None) -> uvicorn.Conf
         log_config=None,
         server_header=False,
         proxy_headers=False,
-        timeout_graceful_shutdown=int(runtime.settings.graceful_timeout),
+        timeout_graceful_shutdown=int(settings.graceful_timeout),
         timeout_keep_alive=30,
     )
+
+
+class Backend(Protocol):
+    """What answers the requests one server process accepts: the models in this process
+    (`LocalBackend`), or in a model process of its own (`inferd.engines.isolation`)."""
+
+    async def start(self) -> tuple[tuple[str, ...], int | None]:
+        """Load the models and start gRPC; returns the model names and the gRPC port (None: off)."""
+
+    def app(self) -> ASGIApp:
+        """The ASGI app answering HTTP, built once `start` returned."""
+
+    async def drain(self, grace: float) -> None:
+        """Stop gRPC, letting its in-flight calls finish within ``grace`` seconds."""
+
+    async def close(self) -> None:
+        """Unload the models, once HTTP and gRPC have drained."""
+
+
+class LocalBackend:
+    """The models loaded in this process, served over HTTP by the caller and over gRPC here."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.grpc_server: grpc.aio.Server | None = None
+
+    async def start(self) -> tuple[tuple[str, ...], int | None]:
+        settings = self.runtime.settings
+        await self.runtime.registry.load_all()
+        grpc_port = None
+        if settings.grpc_enabled:
+            self.grpc_server = create_grpc_server(self.runtime)
+            with listen_errors(settings.host, settings.grpc_port):
+                grpc_port = self.grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
+            await self.grpc_server.start()
+        return tuple(self.runtime.registry.names()), grpc_port
+
+    def app(self) -> ASGIApp:
+        return create_app(self.runtime)
+
+    async def drain(self, grace: float) -> None:
+        if self.grpc_server is not None:
+            await self.grpc_server.stop(grace)
+
+    async def close(self) -> None:
+        await self.runtime.registry.unload_all()
 
 
 async def serve(
@@ -88,46 +136,42 @@ async def serve(
     runtime: Runtime | None = None,
     stop_signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
     metrics_socket: socket.socket | None = None,
+    backend: Backend | None = None,
 ) -> None:
     """Load the models, serve until a signal arrives, then drain and unload."""
-    runtime = runtime or build_runtime(settings)
-    await runtime.registry.load_all()
-    sock = http_socket or bind_http(settings.host, settings.port)
-    http = _Server(uvicorn_config(runtime))
-    grpc_server, grpc_port = None, None
-    if settings.grpc_enabled:
-        grpc_server = create_grpc_server(runtime)
-        with listen_errors(settings.host, settings.grpc_port):
-            grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
-        await grpc_server.start()
-    metrics_server, metrics_port = None, None
-    if settings.metrics_port is not None:
-        metrics_sock = metrics_socket or bind_http(settings.host, settings.metrics_port)
-        metrics_server, metrics_port = (
-            _Server(uvicorn_config(runtime, create_metrics_app())),
-            port_of(metrics_sock),
-        )
-        metrics_task = asyncio.create_task(metrics_server.serve(sockets=[metrics_sock]))
-    stop = _stop_event(http, stop_signals)
-    http_task = asyncio.create_task(http.serve(sockets=[sock]))
-    while not http.started and not http_task.done():
-        await asyncio.sleep(0.01)
-    if http.started:
-        names = tuple(runtime.registry.names())
-        on_ready(Endpoints(settings.host, port_of(sock), grpc_port, names, metrics_port))
+    backend = backend or LocalBackend(runtime or build_runtime(settings))
     try:
+        names, grpc_port = await backend.start()
+        try:
+            sock = http_socket or bind_http(settings.host, settings.port)
+        except ListenError:
+            await backend.drain(0)  # gRPC already runs: stop it before telling why HTTP cannot
+            raise
+        http = _Server(uvicorn_config(settings, backend.app()))
+        metrics_server, metrics_port = None, None
+        if settings.metrics_port is not None:
+            metrics_sock = metrics_socket or bind_http(settings.host, settings.metrics_port)
+            metrics_server, metrics_port = (
+                _Server(uvicorn_config(settings, create_metrics_app())),
+                port_of(metrics_sock),
+            )
+            metrics_task = asyncio.create_task(metrics_server.serve(sockets=[metrics_sock]))
+        stop = _stop_event(http, stop_signals)
+        http_task = asyncio.create_task(http.serve(sockets=[sock]))
+        while not http.started and not http_task.done():
+            await asyncio.sleep(0.01)
+        if http.started:
+            on_ready(Endpoints(settings.host, port_of(sock), grpc_port, names, metrics_port))
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         # Both servers stop accepting at once and drain their in-flight calls side by side.
         http.should_exit = True
-        draining = [http_task]
+        draining = [http_task, asyncio.create_task(backend.drain(settings.graceful_timeout))]
         if metrics_server is not None:
             metrics_server.should_exit = True
             draining.append(metrics_task)
-        if grpc_server is not None:
-            draining.append(asyncio.create_task(grpc_server.stop(settings.graceful_timeout)))
         await asyncio.gather(*draining)
     finally:
-        await runtime.registry.unload_all()
+        await backend.close()
         logger.info("server stopped")
 
 

@@ -1,5 +1,10 @@
 """N worker processes serving the same HTTP and gRPC ports; a worker that dies is replaced.
 
+A worker that dies, or outgrows ``worker_memory_limit`` (then it is killed), is replaced; the event
+is logged and counted in ``inferd_worker_restarts_total{process="worker"}``. With ``isolate`` each
+worker runs its models in a model process of its own (`inferd.engines.isolation`), even when there
+is one worker, since the restart counts need the multiprocess metrics directory set up here.
+
 The supervisor binds the HTTP socket once and hands it to spawned children (as uvicorn does), and
 reserves the gRPC port, which each child binds again with SO_REUSEPORT. Metrics are written to a
 Prometheus multiprocess directory the supervisor creates and removes, so ``/metrics`` on any
@@ -17,11 +22,15 @@ import signal
 import socket
 import tempfile
 import threading
+import time
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from typing import Any
 
+from inferd.core.metrics import RESTARTS
+from inferd.core.processes import MIB, rss_bytes
 from inferd.core.settings import Settings
+from inferd.engines.isolation import ModelProcess
 from inferd.engines.local import Endpoints, OnReady, run, serve
 from inferd.engines.sockets import bind_http, port_of, reserve_port
 from inferd.server.logging import configure_logging, log_format
@@ -32,16 +41,35 @@ POLL_SECONDS = 0.2
 
 
 def _worker_main(
-    fields: dict[str, Any], sock: socket.socket, metrics_sock: socket.socket | None, ready: Queue[Any]
+    fields: dict[str, Any],
+    sock: socket.socket,
+    metrics_sock: socket.socket | None,
+    ready: Queue[Any],
+    replaced_for: str | None = None,
 ) -> None:
-    """A child process: its own runtime, its own models, the shared sockets."""
+    """A child process: its own runtime, its own models (or its model process), the shared sockets.
+
+    A worker started in place of a lost one counts the loss: the supervisor serves no metrics, and
+    the workers' counters are summed through the multiprocess directory."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C reaches the supervisor, which sends SIGTERM
+    if replaced_for is not None:
+        RESTARTS.labels("worker", replaced_for).inc()
     settings = Settings(**fields)
     configure_logging(settings.log_level, log_format(settings))
-    run(
-        serve(
-            settings, ready.put, http_socket=sock, stop_signals=(signal.SIGTERM,), metrics_socket=metrics_sock
-        )
+    run(_serve_worker(settings, sock, metrics_sock, ready))
+
+
+async def _serve_worker(
+    settings: Settings, sock: socket.socket, metrics_sock: socket.socket | None, ready: Queue[Any]
+) -> None:
+    backend = ModelProcess(settings) if settings.isolate else None
+    await serve(
+        settings,
+        ready.put,
+        http_socket=sock,
+        stop_signals=(signal.SIGTERM,),
+        metrics_socket=metrics_sock,
+        backend=backend,
     )
 
 
@@ -81,8 +109,8 @@ class Supervisor:
             self._supervise(fields, sock, ready)
             return 0
         finally:
+            sock.close()  # once the workers close theirs, new connections are refused, not queued
             self._stop_all()
-            sock.close()
             if self.metrics_sock is not None:
                 self.metrics_sock.close()
             if grpc_hold is not None:
@@ -90,9 +118,11 @@ class Supervisor:
             shutil.rmtree(metrics_dir, ignore_errors=True)
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
-    def _start(self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> BaseProcess:
+    def _start(
+        self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any], replaced_for: str | None = None
+    ) -> BaseProcess:
         process = _spawn.Process(
-            target=_worker_main, args=(fields, sock, self.metrics_sock, ready), daemon=False
+            target=_worker_main, args=(fields, sock, self.metrics_sock, ready, replaced_for), daemon=False
         )
         process.start()
         return process
@@ -117,16 +147,44 @@ class Supervisor:
     def _supervise(self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> None:
         from prometheus_client import multiprocess
 
+        killed_for: dict[int | None, str] = {}
+        next_memory_check = time.monotonic()
         while not self.stopping.wait(POLL_SECONDS):
+            if self._memory_limit is not None and time.monotonic() >= next_memory_check:
+                next_memory_check = time.monotonic() + self.settings.memory_check_interval
+                killed_for.update(self._kill_over_limit(self._memory_limit))
             for index, process in enumerate(self.workers):
                 if process.exitcode is None:
                     continue
+                code = process.exitcode
+                reason = killed_for.pop(process.pid, None) or ("signal" if code < 0 else "exit")
                 logger.warning(
-                    "worker %s exited with code %s; starting a new one", process.pid, process.exitcode
+                    "worker %s exited with code %s (%s); starting a new one", process.pid, code, reason
                 )
                 if process.pid is not None:
                     multiprocess.mark_process_dead(process.pid)
-                self.workers[index] = self._start(fields, sock, ready)
+                self.workers[index] = self._start(fields, sock, ready, reason)
+
+    @property
+    def _memory_limit(self) -> int | None:
+        """Bytes a worker may hold; with ``isolate`` the limit is the model processes' instead."""
+        limit = self.settings.worker_memory_limit
+        return None if limit is None or self.settings.isolate else limit * MIB
+
+    def _kill_over_limit(self, limit: int) -> dict[int | None, str]:
+        killed: dict[int | None, str] = {}
+        for process in self.workers:
+            rss = rss_bytes(process.pid) if process.pid is not None and process.exitcode is None else None
+            if rss is not None and rss > limit:
+                logger.error(
+                    "worker %s uses %d MiB, over the limit of %d MiB; killing it",
+                    process.pid,
+                    rss // MIB,
+                    limit // MIB,
+                )
+                process.kill()
+                killed[process.pid] = "memory"
+        return killed
 
     def _stop_all(self) -> None:
         for process in self.workers:

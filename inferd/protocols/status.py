@@ -26,8 +26,7 @@ STATUSES: dict[type[BaseException], Status] = {
     errors.ModelNotReady: Status(503, grpc.StatusCode.UNAVAILABLE),
     errors.ModelLoadError: Status(400, grpc.StatusCode.FAILED_PRECONDITION),
     errors.TargetError: Status(400, grpc.StatusCode.INVALID_ARGUMENT),
-    errors.Overloaded: Status(503, grpc.StatusCode.UNAVAILABLE),
-    errors.Unavailable: Status(503, grpc.StatusCode.UNAVAILABLE),
+    errors.RetryLater: Status(503, grpc.StatusCode.UNAVAILABLE),
     errors.InferenceFailed: Status(500, grpc.StatusCode.INTERNAL),
     errors.InferdError: Status(500, grpc.StatusCode.INTERNAL),
 }

@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from inferd.core.errors import InferdError, Overloaded
+from inferd.core.errors import InferdError, RetryLater
 from inferd.protocols.json import JSONResponse
 from inferd.protocols.status import error_body, status_of
 
@@ -19,7 +19,7 @@ logger = logging.getLogger("inferd.server")
 
 
 def error_response(exc: BaseException) -> Response:
-    headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if isinstance(exc, Overloaded) else None
+    headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if isinstance(exc, RetryLater) else None
     return JSONResponse(error_body(exc), status_code=status_of(exc).http, headers=headers)
 
 

@@ -45,6 +45,9 @@ class Jobs:
             interrupted = self.store.interrupt_running(STOPPED)
             if interrupted:
                 logger.warning("%d training jobs were running when the server stopped", interrupted)
+        orphaned = self.store.interrupt_orphans()  # a worker, or model process, was lost
+        if orphaned:
+            logger.warning("%d training jobs were running in a server process that was lost", orphaned)
 
 
 def date_text(moment: datetime) -> str:
