@@ -48,10 +48,13 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
             await request.body(),
             request.scope["query_string"],
         )
-        started = counted.begin()
-        answer = await asyncio.get_running_loop().run_in_executor(handlers, model.answer, call)
-        counted.end(started, answer.status < 400)
-        return to_response(answer)
+        started, answer = counted.begin(), None
+        loop = asyncio.get_running_loop()
+        try:
+            answer = await dataplane.run(name, lambda: loop.run_in_executor(handlers, model.answer, call))
+            return to_response(answer)
+        finally:
+            counted.end(started, answer is not None and answer.status < 400)
 
     return [
         Route("/health_check", health_check, methods=["GET"]),

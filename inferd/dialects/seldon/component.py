@@ -142,6 +142,13 @@ class SeldonModel(Model):
             return Reply(_plain(legacy(raw_input)))
         return self._methods[method](request, raw_input, protocol)
 
+    async def answer(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
+        """`call`, on the loop or in a thread per ``predict_in_thread``; predict goes through the batcher
+        when the component opted in. What REST and gRPC both run for a message route."""
+        if method == "predict" and self.batcher is not None:
+            return await self.predict_message(request)
+        return await self.call_user(self.call, method, request, native, protocol)
+
     async def predict_message(self, request: Any) -> Reply:
         """predict through the batcher (a component that opted in): concurrent ``ndarray`` or
         ``tensor`` messages of the same shape share one ``predict`` call, which sees the stacked

@@ -63,11 +63,9 @@ class SeldonServicer:
             message = json_format.MessageToDict(request)
             if method == "aggregate":  # protobuf drops an empty list: it is still a list
                 message.setdefault("seldonMessages", [])
-
-            if method == "predict" and model.batcher is not None:
-                reply = await model.predict_message(message)
-            else:
-                reply = await model.call_user(model.call, method, message, request, "grpc")
+            reply = await self.dataplane.run(
+                self.name, lambda: model.answer(method, message, request, "grpc")
+            )
             answer = json_format.ParseDict(reply.body, pb.SeldonMessage())
             ok = True
             return answer

@@ -6,6 +6,7 @@ Routes are declared once as a table; the ``/versions/{version}`` variants are ge
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +23,9 @@ from inferd.protocols.v2.http_codec import decode_request, encode_response
 from inferd.protocols.v2.schema import RepositoryIndexBody, parse
 
 HEADER_LENGTH = "inference-header-content-length"
+#: Health and readiness: answered without authentication, for probes.
+HEALTH_PATHS = ("/v2/health/live", "/v2/health/ready")
+MODEL_READY_PATH = re.compile(r"/v2/models/[^/]+(/versions/[^/]+)?/ready")
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
