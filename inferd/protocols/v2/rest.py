@@ -19,6 +19,7 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InvalidInput
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.protocols.json import JSONResponse
+from inferd.protocols.v2 import openapi
 from inferd.protocols.v2.http_codec import decode_request, encode_response
 from inferd.protocols.v2.schema import RepositoryIndexBody, parse
 
@@ -98,6 +99,9 @@ class V2Endpoints:
             content, media_type="application/octet-stream", headers={HEADER_LENGTH: str(header_length)}
         )
 
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi.DOCUMENT)
+
     async def repository_index(self, request: Request) -> Response:
         query: RepositoryIndexBody = parse(RepositoryIndexBody, await request.body())
         return JSONResponse(
@@ -132,6 +136,7 @@ def routes(dataplane: DataPlane) -> list[Route]:
         ("/v2", endpoints.server_metadata, "GET"),
         ("/v2/health/live", endpoints.live, "GET"),
         ("/v2/health/ready", endpoints.ready, "GET"),
+        (openapi.PATH, endpoints.openapi, "GET"),
         ("/v2/repository/index", endpoints.repository_index, "POST"),
         ("/v2/repository/models/{name}/load", endpoints.load, "POST"),
         ("/v2/repository/models/{name}/unload", endpoints.unload, "POST"),
