@@ -87,3 +87,12 @@ def test_v2_routes_answer_as_documented(v2_schema: Any) -> None:
 
 def test_deepaas_routes_answer_as_documented(deepaas_schema: Any) -> None:
     assert fuzz(deepaas_schema, "/train") > 0
+
+
+def test_the_v2_document_is_valid_openapi(v2_server: RunningServer) -> None:
+    import httpx
+    from openapi_spec_validator import validate
+
+    document = httpx.get(v2_server.http_url + "/v2/openapi.json").json()
+    validate(document)
+    assert "/v2/models/{name}/infer" in document["paths"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from inferd.core.types import DTYPES
+
 PATH = "/v2/openapi.json"
 _ERROR = {"$ref": "#/components/responses/Error"}
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
@@ -13,48 +15,36 @@ _PARAMETERS = {
     "additionalProperties": {"anyOf": [{"type": "boolean"}, {"type": "number"}, {"type": "string"}]},
 }
 _NO_BODY = {"description": "no body"}
+_STRING = {"type": "string"}
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A response (or request body) of JSON ``schema``."""
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _object(required: list[str], **properties: Any) -> dict[str, Any]:
+    """A JSON object schema; OpenAPI 3.0 wants ``required`` left out rather than empty."""
+    return {"type": "object", **({"required": required} if required else {}), "properties": properties}
 
 
 def _tensor(data_required: bool) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["name", "shape", "datatype", *(["data"] if data_required else [])],
-        "properties": {
-            "name": {"type": "string"},
-            "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-            "datatype": {
-                "type": "string",
-                "enum": [
-                    "BOOL",
-                    "UINT8",
-                    "UINT16",
-                    "UINT32",
-                    "UINT64",
-                    "INT8",
-                    "INT16",
-                    "INT32",
-                    "INT64",
-                    "FP16",
-                    "FP32",
-                    "FP64",
-                    "BYTES",
-                ],
-            },
-            "parameters": _PARAMETERS,
-            "data": {},
-        },
-    }
+    return _object(
+        ["name", "shape", "datatype", *(["data"] if data_required else [])],
+        name=_STRING,
+        shape={"type": "array", "items": {"type": "integer", "minimum": 0}},
+        datatype={"type": "string", "enum": sorted(DTYPES)},
+        parameters=_PARAMETERS,
+        data={},
+    )
 
 
-_METADATA_TENSOR = {
-    "type": "object",
-    "required": ["name", "datatype", "shape"],
-    "properties": {
-        "name": {"type": "string"},
-        "datatype": {"type": "string"},
-        "shape": {"type": "array", "items": {"type": "integer"}},
-    },
-}
+_METADATA_TENSOR = _object(
+    ["name", "datatype", "shape"],
+    name=_STRING,
+    datatype=_STRING,
+    shape={"type": "array", "items": {"type": "integer"}},
+)
 
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.0.3",
@@ -64,22 +54,15 @@ DOCUMENT: dict[str, Any] = {
             "get": {
                 "summary": "Server metadata",
                 "responses": {
-                    "200": {
-                        "description": "metadata",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["name", "version", "extensions"],
-                                    "properties": {
-                                        "name": {"type": "string"},
-                                        "version": {"type": "string"},
-                                        "extensions": {"type": "array", "items": {"type": "string"}},
-                                    },
-                                }
-                            }
-                        },
-                    }
+                    "200": _json(
+                        "metadata",
+                        _object(
+                            ["name", "version", "extensions"],
+                            name=_STRING,
+                            version=_STRING,
+                            extensions={"type": "array", "items": _STRING},
+                        ),
+                    )
                 },
             }
         },
@@ -92,24 +75,17 @@ DOCUMENT: dict[str, Any] = {
                 "summary": "Model metadata",
                 "parameters": [_NAME],
                 "responses": {
-                    "200": {
-                        "description": "metadata",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["name", "platform", "inputs", "outputs"],
-                                    "properties": {
-                                        "name": {"type": "string"},
-                                        "versions": {"type": "array", "items": {"type": "string"}},
-                                        "platform": {"type": "string"},
-                                        "inputs": {"type": "array", "items": _METADATA_TENSOR},
-                                        "outputs": {"type": "array", "items": _METADATA_TENSOR},
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "200": _json(
+                        "metadata",
+                        _object(
+                            ["name", "platform", "inputs", "outputs"],
+                            name=_STRING,
+                            versions={"type": "array", "items": _STRING},
+                            platform=_STRING,
+                            inputs={"type": "array", "items": _METADATA_TENSOR},
+                            outputs={"type": "array", "items": _METADATA_TENSOR},
+                        ),
+                    ),
                     "404": _ERROR,
                     "503": _ERROR,
                 },
@@ -128,50 +104,32 @@ DOCUMENT: dict[str, Any] = {
                 "parameters": [_NAME],
                 "requestBody": {
                     "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["inputs"],
-                                "properties": {
-                                    "id": {"type": "string"},
-                                    "parameters": _PARAMETERS,
-                                    "inputs": {"type": "array", "items": _tensor(True)},
-                                    "outputs": {
-                                        "type": "array",
-                                        "items": {
-                                            "type": "object",
-                                            "required": ["name"],
-                                            "properties": {
-                                                "name": {"type": "string"},
-                                                "parameters": _PARAMETERS,
-                                            },
-                                        },
-                                    },
-                                },
-                            }
-                        }
-                    },
+                    **_json(
+                        "inputs",
+                        _object(
+                            ["inputs"],
+                            id=_STRING,
+                            parameters=_PARAMETERS,
+                            inputs={"type": "array", "items": _tensor(True)},
+                            outputs={
+                                "type": "array",
+                                "items": _object(["name"], name=_STRING, parameters=_PARAMETERS),
+                            },
+                        ),
+                    ),
                 },
                 "responses": {
-                    "200": {
-                        "description": "outputs",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "object",
-                                    "required": ["model_name", "outputs"],
-                                    "properties": {
-                                        "model_name": {"type": "string"},
-                                        "model_version": {"type": "string"},
-                                        "id": {"type": "string"},
-                                        "parameters": _PARAMETERS,
-                                        "outputs": {"type": "array", "items": _tensor(False)},
-                                    },
-                                }
-                            }
-                        },
-                    },
+                    "200": _json(
+                        "outputs",
+                        _object(
+                            ["model_name", "outputs"],
+                            model_name=_STRING,
+                            model_version=_STRING,
+                            id=_STRING,
+                            parameters=_PARAMETERS,
+                            outputs={"type": "array", "items": _tensor(False)},
+                        ),
+                    ),
                     **{status: _ERROR for status in ("400", "404", "413", "503", "504")},
                 },
             }
@@ -179,37 +137,21 @@ DOCUMENT: dict[str, Any] = {
         "/v2/repository/index": {
             "post": {
                 "summary": "Model repository index",
-                "requestBody": {
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "properties": {"ready": {"type": "boolean"}},
-                            }
-                        }
-                    }
-                },
+                "requestBody": _json("filter", _object([], ready={"type": "boolean"})),
                 "responses": {
-                    "200": {
-                        "description": "models",
-                        "content": {
-                            "application/json": {
-                                "schema": {
-                                    "type": "array",
-                                    "items": {
-                                        "type": "object",
-                                        "required": ["name", "state"],
-                                        "properties": {
-                                            "name": {"type": "string"},
-                                            "version": {"type": "string"},
-                                            "state": {"type": "string"},
-                                            "reason": {"type": "string"},
-                                        },
-                                    },
-                                }
-                            }
+                    "200": _json(
+                        "models",
+                        {
+                            "type": "array",
+                            "items": _object(
+                                ["name", "state"],
+                                name=_STRING,
+                                version=_STRING,
+                                state=_STRING,
+                                reason=_STRING,
+                            ),
                         },
-                    },
+                    ),
                     "400": _ERROR,
                 },
             }
@@ -225,20 +167,5 @@ DOCUMENT: dict[str, Any] = {
             for action in ("load", "unload")
         },
     },
-    "components": {
-        "responses": {
-            "Error": {
-                "description": "what was wrong",
-                "content": {
-                    "application/json": {
-                        "schema": {
-                            "type": "object",
-                            "required": ["error"],
-                            "properties": {"error": {"type": "string"}},
-                        }
-                    }
-                },
-            }
-        }
-    },
+    "components": {"responses": {"Error": _json("what was wrong", _object(["error"], error=_STRING))}},
 }
