@@ -172,6 +172,12 @@ def serve(
     model_settings: Annotated[
         Path | None, typer.Option(help="YAML/JSON file of per-model settings (batching).")
     ] = None,
+    auth_token: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Require 'Authorization: Bearer TOKEN' (repeatable); INFERD_AUTH_TOKENS keeps it out of ps."
+        ),
+    ] = None,
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
     if not target and os.environ.get("HANDLER"):
@@ -212,6 +218,7 @@ def serve(
         max_batch_size=max_batch_size,
         max_batch_time_ms=max_batch_time_ms,
         model_settings=model_settings.resolve() if model_settings else None,
+        auth_tokens=auth_token or None,
     )
     configure_logging(settings.log_level)
     settings = _with_platform_environment(settings)

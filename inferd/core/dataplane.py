@@ -8,13 +8,15 @@ counting metrics.
 from __future__ import annotations
 
 import logging
-from collections.abc import Set
+from collections.abc import Awaitable, Callable, Mapping, Set
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from inferd.core import metrics
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
+from inferd.core.limits import Gate
 from inferd.core.registry import ModelRegistry
 from inferd.core.types import (
     InferenceRequest,
@@ -26,6 +28,7 @@ from inferd.core.types import (
 )
 
 logger = logging.getLogger("inferd.dataplane")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,21 @@ class ModelIndexEntry:
 
 
 class DataPlane:
-    def __init__(self, registry: ModelRegistry, server: ServerMetadata) -> None:
+    def __init__(
+        self, registry: ModelRegistry, server: ServerMetadata, gates: Mapping[str, Gate] | None = None
+    ) -> None:
         self.registry = registry
         self.server = server
+        #: Models with a concurrency limit or a request timeout; the others run ungated.
+        self.gates = dict(gates or {})
+
+    async def run(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
+        """``await work()``, a call of model ``name``'s code, within that model's concurrency limit and
+        request timeout. Every protocol calls model code through here (V2 through `infer`)."""
+        gate = self.gates.get(name)
+        if gate is None:
+            return await work()
+        return await gate.run(work)
 
     def live(self) -> bool:
         return True
@@ -71,7 +86,7 @@ class DataPlane:
             if metadata.outputs:
                 _check_requested_outputs(name, request, metadata.output_names)
             try:
-                response = await model.infer(request)
+                response = await self.run(name, lambda: model.infer(request))
                 outputs = _as_arrays(response.outputs)
             except InferdError:
                 raise

@@ -48,6 +48,14 @@ class ModelProcessLost(RetryLater):
     request was in it; it is being replaced, so a retry may succeed."""
 
 
+class RequestTimeout(InferdError):
+    """The model did not answer within the request timeout; its answer, if it comes, is dropped."""
+
+
+class Unauthenticated(InferdError):
+    """The request carries no bearer token, or one the server does not know."""
+
+
 class InferenceFailed(InferdError):
     """User model code raised; the client only sees a generic message."""
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from inferd.core.batching import BatchSettings
 from inferd.core.errors import TargetError
+from inferd.core.limits import Limits
 from inferd.core.settings import ModelSettings, Settings
 
 
@@ -51,4 +52,14 @@ def batch_settings(settings: Settings, name: str, opt_in: bool = False) -> Batch
         max_batch_size=own.max_batch_size or default_size,
         max_batch_time_ms=own.max_batch_time_ms or settings.max_batch_time_ms,
         max_queue_size=own.max_queue_size or settings.max_queue_size,
+    )
+
+
+def limits(settings: Settings, name: str) -> Limits:
+    """How ``name``'s requests are admitted: its own ``max_concurrency`` else the server-wide one."""
+    own = model_settings(settings, name)
+    return Limits(
+        max_concurrency=own.max_concurrency or settings.max_concurrency,
+        max_queue_size=own.max_queue_size or settings.max_queue_size,
+        request_timeout=settings.request_timeout,
     )

@@ -6,11 +6,12 @@ reference is generated from here and cannot drift.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
@@ -24,6 +25,7 @@ class ModelSettings(BaseModel):
     max_batch_size: int | None = Field(None, ge=1)
     max_batch_time_ms: float | None = Field(None, gt=0)
     max_queue_size: int | None = Field(None, ge=1)
+    max_concurrency: int | None = Field(None, ge=1)
 
 
 class Settings(BaseSettings):
@@ -75,6 +77,31 @@ class Settings(BaseSettings):
     max_body_size: int = Field(64 * 1024 * 1024, ge=1)
     """Largest accepted request body in bytes; larger bodies get 413."""
 
+    auth_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+    """Bearer tokens a client must send (``Authorization: Bearer <token>``) on every HTTP route and gRPC
+    method but health and readiness; empty serves without authentication. ``--auth-token`` (repeatable)
+    or ``INFERD_AUTH_TOKENS``, comma-separated or a JSON list. Several tokens let one be rotated out
+    while clients move to another. Missing or unknown tokens get 401 (gRPC UNAUTHENTICATED); the
+    ``Authorization`` header is then removed before any model code sees the request."""
+
+    max_concurrency: int | None = Field(None, ge=1)
+    """Requests one model runs at once in each worker process; up to ``max_queue_size`` more wait for a
+    turn, and beyond that they are shed with 503 and ``Retry-After``. Unset: no limit. With adaptive
+    batching it counts requests, not batches, so keep it at least ``max_batch_size``."""
+
+    request_timeout: float | None = Field(None, gt=0)
+    """Seconds a request may wait for and run its model before it is answered 504; unset: no limit.
+
+    Setting it turns on ``predict_in_thread``: synchronous model code on the event loop cannot be
+    interrupted. Code in a thread keeps running to its end after the timeout (a thread cannot be
+    stopped) and its answer is dropped; async model code is cancelled. The worker keeps serving."""
+
+    max_upload_files: int = Field(100, ge=1)
+    """Most files one multipart request may carry (DEEPaaS, ABEJA and Seldon forms); more get 413."""
+
+    max_upload_size: int = Field(64 * 1024 * 1024, ge=1)
+    """Largest file, in bytes, of a multipart request; a larger one gets 413."""
+
     grpc_max_message_size: int = Field(2**31 - 1, ge=1)
     """Largest gRPC message sent or received, in bytes."""
 
@@ -121,6 +148,10 @@ class Settings(BaseSettings):
     max_image_pixels: int = Field(89_478_485, ge=1)
     """Largest image (width x height) decoded for a handler; larger ones are refused with 400 before
     their pixels are decoded, which stops decompression bombs. The default is Pillow's."""
+
+    max_video_seconds: float = Field(3600.0, gt=0)
+    """Longest video (by its container's duration, else frames over frame rate) decoded for an ABEJA
+    handler; a longer one is refused with 400 before any frame reaches the handler."""
 
     install_requirements: bool = False
     """Install the served project's ``requirements.txt`` with pip before loading it (Cortex projects).
@@ -173,7 +204,8 @@ class Settings(BaseSettings):
     """Adaptive batching: how long the first request of a batch waits for others to join."""
 
     max_queue_size: int = Field(1024, ge=1)
-    """Adaptive batching: requests that may wait for a batch; more are shed with 503 and Retry-After."""
+    """Requests of one model that may wait for a batch (adaptive batching) or for a turn
+    (``max_concurrency``); more are shed with 503 and Retry-After."""
 
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     """Per-model settings by model name, e.g. ``INFERD_MODELS__IRIS__MAX_BATCH_SIZE=32``; they win
@@ -181,4 +213,23 @@ class Settings(BaseSettings):
 
     model_settings: Path | None = None
     """A YAML or JSON file mapping model names to their settings (``max_batch_size``,
-    ``max_batch_time_ms``, ``max_queue_size``)."""
+    ``max_batch_time_ms``, ``max_queue_size``, ``max_concurrency``)."""
+
+    @field_validator("auth_tokens", mode="before")
+    @classmethod
+    def _split_tokens(cls, value: Any) -> Any:
+        """``INFERD_AUTH_TOKENS`` as a JSON list or comma-separated; empty entries are dropped."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if isinstance(value, (list, tuple)):
+            stripped = [token.strip() if isinstance(token, str) else token for token in value]
+            return [token for token in stripped if token != ""]
+        return value
+
+    @model_validator(mode="after")
+    def _timeout_needs_threads(self) -> Settings:
+        """A request timeout cannot interrupt synchronous code on the event loop: run it in threads."""
+        if self.request_timeout is not None:
+            self.predict_in_thread = True
+        return self

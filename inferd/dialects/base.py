@@ -38,6 +38,8 @@ class ServedModel:
 
 class Dialect(Protocol):
     name: str
+    #: GET paths of the platform's health checks, which run no model code: open without a token.
+    health_paths: tuple[str, ...]
 
     def detect(self, target: str) -> bool:
         """Whether ``target`` looks like code of this convention (cheap; may import the target)."""

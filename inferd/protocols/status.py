@@ -6,6 +6,7 @@ same failure gets the same status and message whichever way the client came in.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import grpc
@@ -27,11 +28,17 @@ STATUSES: dict[type[BaseException], Status] = {
     errors.ModelLoadError: Status(400, grpc.StatusCode.FAILED_PRECONDITION),
     errors.TargetError: Status(400, grpc.StatusCode.INVALID_ARGUMENT),
     errors.RetryLater: Status(503, grpc.StatusCode.UNAVAILABLE),
+    errors.RequestTimeout: Status(504, grpc.StatusCode.DEADLINE_EXCEEDED),
+    errors.Unauthenticated: Status(401, grpc.StatusCode.UNAUTHENTICATED),
     errors.InferenceFailed: Status(500, grpc.StatusCode.INTERNAL),
     errors.InferdError: Status(500, grpc.StatusCode.INTERNAL),
 }
 INTERNAL = Status(500, grpc.StatusCode.INTERNAL)
 INTERNAL_MESSAGE = "internal server error; see the server log"
+TRACEBACK = "Traceback (most recent call last)"
+#: An absolute path of two or more components (POSIX or Windows), not part of a URL or a longer word.
+ABSOLUTE_PATH = re.compile(r"""(?<![\w.:/\\])(?:[A-Za-z]:)?(?:[/\\][^\s'"/\\:,;()\[\]]+){2,}[/\\]?""")
+HIDDEN_PATH = "<path>"
 
 
 def status_of(exc: BaseException) -> Status:
@@ -50,5 +57,23 @@ def error_message(exc: BaseException) -> str:
     return INTERNAL_MESSAGE
 
 
+def scrubbed(text: str) -> str:
+    """A message of model code made fit for a 5xx body: no traceback, no absolute file paths (each
+    becomes ``<path>``). For dialects whose platforms put the exception's text in the body (Seldon's
+    ``info``, ABEJA's ``error_description``): clients keep the gist, the server keeps its layout."""
+    text = text.split(TRACEBACK, 1)[0]
+    return ABSOLUTE_PATH.sub(HIDDEN_PATH, text).strip()
+
+
 def error_body(exc: BaseException) -> dict[str, str]:
     return {"error": error_message(exc)}
+
+
+def error_headers(exc: BaseException) -> dict[str, str]:
+    """The HTTP headers an error answer carries whatever its body: when to retry a shed request
+    (whole seconds, at least 1), how to authenticate."""
+    if isinstance(exc, errors.RetryLater):
+        return {"Retry-After": str(max(1, round(exc.retry_after)))}
+    if isinstance(exc, errors.Unauthenticated):
+        return {"WWW-Authenticate": "Bearer"}
+    return {}

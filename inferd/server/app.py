@@ -9,6 +9,8 @@ from starlette.middleware import Middleware
 
 from inferd import __version__
 from inferd.core.dataplane import DataPlane
+from inferd.core.limits import Gate
+from inferd.core.model_settings import limits
 from inferd.core.registry import ModelRegistry
 from inferd.core.settings import Settings
 from inferd.core.types import ServerMetadata
@@ -16,6 +18,7 @@ from inferd.dialects import resolve_dialect
 from inferd.dialects.base import Dialect
 from inferd.protocols import prometheus
 from inferd.protocols.v2 import rest as v2_rest
+from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
 
@@ -38,7 +41,10 @@ def build_runtime(settings: Settings) -> Runtime:
     registry = ModelRegistry()
     for served in dialect.models(settings):
         registry.add(served.name, served.factory, served.version)
-    dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS))
+    gates = {
+        name: Gate(name, found) for name in registry.names() if (found := limits(settings, name)).enabled
+    }
+    dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS), gates)
     return Runtime(settings, dialect, registry, dataplane)
 
 
@@ -51,9 +57,20 @@ def create_app(runtime: Runtime) -> Starlette:
         *runtime.dialect.routes(dataplane, settings),
     ]
     middleware = [
-        Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log)
+        Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),
+        *_authentication(runtime),
     ]
     return Starlette(routes=routes, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
+
+
+def _authentication(runtime: Runtime) -> list[Middleware]:
+    """The bearer-token check, inside the request context (a 401 has a request id and an access
+    line), on every route but V2's and the dialect's health checks; nothing when no token is set."""
+    tokens = tokens_of(runtime.settings)
+    if tokens is None:
+        return []
+    is_open = open_routes((*v2_rest.HEALTH_PATHS, *runtime.dialect.health_paths), (v2_rest.MODEL_READY_PATH,))
+    return [Middleware(BearerAuth, tokens=tokens, is_open=is_open)]
 
 
 def create_metrics_app() -> Starlette:

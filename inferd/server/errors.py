@@ -11,16 +11,15 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from inferd.core.errors import InferdError, RetryLater
+from inferd.core.errors import InferdError
 from inferd.protocols.json import JSONResponse
-from inferd.protocols.status import error_body, status_of
+from inferd.protocols.status import error_body, error_headers, status_of
 
 logger = logging.getLogger("inferd.server")
 
 
 def error_response(exc: BaseException) -> Response:
-    headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if isinstance(exc, RetryLater) else None
-    return JSONResponse(error_body(exc), status_code=status_of(exc).http, headers=headers)
+    return JSONResponse(error_body(exc), status_code=status_of(exc).http, headers=error_headers(exc))
 
 
 async def handle_inferd_error(request: Request, exc: Exception) -> Response:

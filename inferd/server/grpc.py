@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import grpc
 
-from inferd.protocols.v2.grpc import add_to_server
+from inferd.protocols.v2.grpc import HEALTH_METHODS, add_to_server
 from inferd.server.app import Runtime
+from inferd.server.auth import GrpcBearerAuth, tokens_of
 
 
 def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
     limit = runtime.settings.grpc_max_message_size
+    tokens = tokens_of(runtime.settings)
     server = grpc.aio.server(
+        interceptors=[GrpcBearerAuth(tokens, HEALTH_METHODS)] if tokens is not None else None,
         options=[
             ("grpc.max_send_message_length", limit),
             ("grpc.max_receive_message_length", limit),
             ("grpc.so_reuseport", 1),
-        ]
+        ],
     )
     add_to_server(server, runtime.dataplane)
     for add in runtime.dialect.grpc_services(runtime.dataplane, runtime.settings):

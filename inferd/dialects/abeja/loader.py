@@ -20,6 +20,7 @@ from inferd.dialects.abeja import rest
 from inferd.dialects.abeja.handler import handler_target, looks_like_handler, model_root
 from inferd.dialects.abeja.service import AbejaModel
 from inferd.dialects.base import ServedModel
+from inferd.protocols.forms import UploadLimits
 
 logger = logging.getLogger("inferd.abeja")
 
@@ -40,6 +41,7 @@ def install_requirements() -> None:
 
 class AbejaDialect:
     name = "abeja"
+    health_paths: tuple[str, ...] = ("/health_check",)
 
     def detect(self, target: str) -> bool:
         return looks_like_handler(target)
@@ -54,7 +56,12 @@ class AbejaDialect:
 
         def factory() -> Model:
             return AbejaModel(
-                target, settings.abeja_style, settings.max_image_pixels, settings.predict_in_thread
+                target,
+                settings.abeja_style,
+                settings.max_image_pixels,
+                settings.max_video_seconds,
+                UploadLimits.of(settings),
+                settings.predict_in_thread,
             )
 
         return [ServedModel(served_name(settings), factory, settings.model_version)]

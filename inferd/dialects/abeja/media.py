@@ -4,7 +4,9 @@ JSON is one parsed document; a JPEG or PNG is one RGB array (HxWx3 uint8); a vid
 ``{"image", "pos_frames", "pos_msec"}`` per frame, decoded lazily with PyAV so a long video streams
 through the handler instead of filling memory. Everything that can be checked up front is checked
 when `decode_inputs` is called, before the handler runs: the JSON parses, the image fits the pixel
-limit and decodes, the video container opens and has a video stream.
+limit and decodes, the video container opens, has a video stream, and is no longer than the duration
+limit with frames within the pixel limit; frames past the duration limit fail while decoding, so a
+container that understates its duration gains nothing.
 """
 
 from __future__ import annotations
@@ -50,7 +52,13 @@ def content_type_for(path: Path) -> str | None:
     return EXTENSION_TYPES.get(path.suffix.lower())
 
 
-def decode_inputs(source: bytes | Path, content_type: str | None, *, max_image_pixels: int) -> Iterator[Any]:
+def decode_inputs(
+    source: bytes | Path,
+    content_type: str | None,
+    *,
+    max_image_pixels: int,
+    max_video_seconds: float = 3600.0,
+) -> Iterator[Any]:
     """The iterator handed to an 18.10 handler; it has ``close()`` (a video's container is open)."""
     kind = media_type(content_type)
     if kind == JSON_TYPE:
@@ -58,7 +66,7 @@ def decode_inputs(source: bytes | Path, content_type: str | None, *, max_image_p
     if kind in IMAGE_TYPES:
         return iter([_image(_read(source), kind, max_image_pixels)])
     if kind in VIDEO_TYPES:
-        return VideoFrames(source, kind)
+        return VideoFrames(source, kind, max_image_pixels, max_video_seconds)
     raise MediaError(f"unsupported Content-Type '{kind or content_type or ''}'; expected {SUPPORTED}")
 
 
@@ -96,7 +104,9 @@ def _image(body: bytes, kind: str, max_pixels: int) -> np.ndarray[Any, Any]:
 class VideoFrames(Iterator[dict[str, Any]]):
     """The frames of a video, decoded one at a time; ``close()`` closes the container."""
 
-    def __init__(self, source: bytes | Path, kind: str) -> None:
+    def __init__(
+        self, source: bytes | Path, kind: str, max_pixels: int = 89_478_485, max_seconds: float = 3600.0
+    ) -> None:
         try:
             import av
         except ImportError:
@@ -111,7 +121,35 @@ class VideoFrames(Iterator[dict[str, Any]]):
             raise MediaError(f"cannot decode {kind} body: it has no video stream")
         self.stream = self.container.streams.video[0]
         self.stream.thread_type = "AUTO"
+        self.max_seconds = max_seconds
+        problem = self._too_big(max_pixels)
+        if problem:
+            self.container.close()
+            raise MediaError(problem)
         self.frames = self._decode()
+
+    def _too_big(self, max_pixels: int) -> str | None:
+        """What makes the video exceed a limit, judged by its headers (None when nothing does)."""
+        width, height = self.stream.codec_context.width or 0, self.stream.codec_context.height or 0
+        if width * height > max_pixels:
+            return (
+                f"video frames are {width}x{height} = {width * height} pixels, "
+                f"more than the limit of {max_pixels}"
+            )
+        seconds = self._seconds()
+        if seconds is not None and seconds > self.max_seconds:
+            return f"video is {seconds:.1f} s long, more than the limit of {self.max_seconds:g} s"
+        return None
+
+    def _seconds(self) -> float | None:
+        """The duration the container or stream states, else frames over frame rate; None if unknown."""
+        if self.container.duration is not None:
+            return float(self.container.duration) / 1_000_000  # in av.time_base units
+        if self.stream.duration is not None and self.stream.time_base is not None:
+            return float(self.stream.duration * self.stream.time_base)
+        if self.stream.frames and self.stream.average_rate:
+            return float(self.stream.frames / self.stream.average_rate)
+        return None
 
     def _decode(self) -> Generator[dict[str, Any]]:
         time_base = self.stream.time_base
@@ -121,12 +159,14 @@ class VideoFrames(Iterator[dict[str, Any]]):
                 msec = int(frame.pts * time_base * 1000)
             else:
                 msec = int(index * 1000 / rate) if rate else 0
+            if msec > self.max_seconds * 1000:
+                raise MediaError(f"video is longer than the limit of {self.max_seconds:g} s")
             yield {"image": frame.to_ndarray(format="rgb24"), "pos_frames": index, "pos_msec": msec}
 
     def __next__(self) -> dict[str, Any]:
         try:
             return next(self.frames)
-        except StopIteration:
+        except (StopIteration, MediaError):
             raise
         except Exception as exc:
             raise MediaError(f"cannot decode {self.kind} body: {exc}") from None

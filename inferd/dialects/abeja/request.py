@@ -11,7 +11,9 @@ import io
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from inferd.core.errors import PayloadTooLarge
 from inferd.dialects.abeja.exceptions import InvalidInput
+from inferd.protocols.forms import DEFAULT_UPLOAD_LIMITS, UploadLimits, safe_file_name
 
 GET_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
@@ -123,18 +125,27 @@ class Request(Mapping[str, Any]):
 
 
 def build_request(
-    method: str, content_type: str, headers: list[tuple[str, str]], body: bytes, query: bytes
+    method: str,
+    content_type: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    query: bytes,
+    limits: UploadLimits = DEFAULT_UPLOAD_LIMITS,
 ) -> Request:
     """The request a handler sees; ``content_type`` must already be known to be acceptable."""
     if method == "GET":
         return Request(method, GET_CONTENT_TYPE, headers, [Part(query)])
     if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
-        return Request(method, content_type, headers, parse_multipart(body, content_type))
+        return Request(method, content_type, headers, parse_multipart(body, content_type, limits))
     return Request(method, content_type, headers, [Part(body)])
 
 
-def parse_multipart(body: bytes, content_type: str) -> list[Part]:
-    """Split a ``multipart/form-data`` body into parts (python-multipart's streaming parser)."""
+def parse_multipart(
+    body: bytes, content_type: str, limits: UploadLimits = DEFAULT_UPLOAD_LIMITS
+) -> list[Part]:
+    """Split a ``multipart/form-data`` body into parts (python-multipart's streaming parser). Every
+    part counts as a file of ``limits``; more or larger ones are `PayloadTooLarge`, found as the body
+    is parsed. A part's file name is made safe (`safe_file_name`)."""
     from python_multipart.multipart import MultipartParser, parse_options_header
 
     _, options = parse_options_header(content_type)
@@ -152,31 +163,46 @@ def parse_multipart(body: bytes, content_type: str) -> list[Part]:
         field.clear()
         value.clear()
 
+    size = 0
+
+    def on_part_data(chunk: bytes, start: int, end: int) -> None:
+        nonlocal size
+        size += end - start
+        if size > limits.max_size:
+            raise limits.too_large(None)
+        data.append(chunk[start:end])
+
     def on_part_end() -> None:
+        nonlocal size
+        if len(parts) >= limits.max_files:
+            raise limits.too_many_files()
         _, disposition = parse_options_header(headers.get("content-disposition", ""))
         name, file_name = disposition.get(b"name"), disposition.get(b"filename")
         parts.append(
             Part(
                 b"".join(data),
                 headers.get("content-type"),
-                file_name.decode() if file_name is not None else None,
-                name.decode() if name is not None else None,
+                safe_file_name(file_name.decode("utf-8", "replace")) if file_name is not None else None,
+                name.decode("utf-8", "replace") if name is not None else None,
             )
         )
         headers.clear()
         data.clear()
+        size = 0
 
     callbacks: Any = {
         "on_header_field": lambda chunk, start, end: field.append(chunk[start:end]),
         "on_header_value": lambda chunk, start, end: value.append(chunk[start:end]),
         "on_header_end": on_header_end,
-        "on_part_data": lambda chunk, start, end: data.append(chunk[start:end]),
+        "on_part_data": on_part_data,
         "on_part_end": on_part_end,
     }
     parser = MultipartParser(boundary, callbacks)
     try:
         parser.write(body)
         parser.finalize()
+    except PayloadTooLarge:
+        raise
     except Exception as exc:
         raise InvalidInput(f"malformed multipart body: {exc}") from None
     return parts

@@ -23,6 +23,7 @@ import orjson
 
 from inferd.dialects.abeja.datatypes import Response
 from inferd.dialects.abeja.exceptions import InvalidInput
+from inferd.protocols.status import scrubbed
 
 JSON = "application/json"
 
@@ -184,9 +185,10 @@ def dumps_compact(value: Any) -> bytes:
 
 
 def error_answer(exc: BaseException) -> Answer:
-    """The 18.10 error bodies: `InvalidInput` is the client's fault (400), anything else 500."""
+    """The 18.10 error bodies: `InvalidInput` is the client's fault (400), anything else 500, whose
+    description has no traceback or file path (`scrubbed`)."""
     if isinstance(exc, InvalidInput):
-        error, status = "bad_request", 400
+        error, status, description = "bad_request", 400, str(exc)
     else:
-        error, status = "internal_server_error", 500
-    return Answer(status, orjson.dumps({"error": error, "error_description": str(exc)}), JSON)
+        error, status, description = "internal_server_error", 500, scrubbed(str(exc))
+    return Answer(status, orjson.dumps({"error": error, "error_description": description}), JSON)

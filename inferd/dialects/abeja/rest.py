@@ -45,10 +45,12 @@ class Endpoint:
         content_type = asgi.header(scope, b"content-type")
         body = await asgi.read_body(receive)
         call = Call(scope["method"], content_type, headers, body, scope["query_string"])
-        started = self.counted.begin()
-        answer = await model.respond(call)
-        self.counted.end(started, answer.status < 400)
-        return answer
+        started, answer = self.counted.begin(), None
+        try:
+            answer = await self.dataplane.run(self.name, lambda: model.respond(call))
+            return answer
+        finally:
+            self.counted.end(started, answer is not None and answer.status < 400)
 
 
 class HealthCheck:

@@ -35,6 +35,7 @@ from inferd.dialects.abeja.exceptions import InvalidInput
 from inferd.dialects.abeja.handler import Handler, load_handler
 from inferd.dialects.abeja.request import build_request
 from inferd.dialects.abeja.responses import Answer, HandlerResultError
+from inferd.protocols.forms import DEFAULT_UPLOAD_LIMITS, UploadLimits
 
 logger = logging.getLogger("inferd.abeja")
 
@@ -76,9 +77,12 @@ class AbejaModel(Model):
         target: str,
         style: str = "auto",
         max_image_pixels: int = 89_478_485,
+        max_video_seconds: float = 3600.0,
+        uploads: UploadLimits = DEFAULT_UPLOAD_LIMITS,
         predict_in_thread: PredictInThread = "auto",
     ) -> None:
         self.target, self.style, self.max_image_pixels = target, style, max_image_pixels
+        self.max_video_seconds, self.uploads = max_video_seconds, uploads
         self.predict_in_thread = True if predict_in_thread is True else "auto"
         self.handler_threads = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="abeja-handler")
         self.user_threads = self.handler_threads
@@ -108,7 +112,12 @@ class AbejaModel(Model):
         """18.10: decode the body into the input iterator, collect what the generator yields."""
         inputs: Any = None
         try:
-            inputs = media.decode_inputs(call.body, call.content_type, max_image_pixels=self.max_image_pixels)
+            inputs = media.decode_inputs(
+                call.body,
+                call.content_type,
+                max_image_pixels=self.max_image_pixels,
+                max_video_seconds=self.max_video_seconds,
+            )
             context = legacy_context(call.method, call.headers, call.query.decode("latin-1"))
             return responses.from_yields(list(self.handler.function(inputs, context)))
         except media.MediaError as exc:
@@ -132,9 +141,11 @@ class AbejaModel(Model):
             return responses.unsupported_content_type(content_type)
         body = call.body.read_bytes() if isinstance(call.body, Path) else call.body
         try:
-            request = build_request(call.method, content_type, call.headers, body, call.query)
+            request = build_request(call.method, content_type, call.headers, body, call.query, self.uploads)
         except InvalidInput as exc:
             return Answer(400, orjson.dumps({"status": str(exc)}), "application/json")
+        except errors.PayloadTooLarge as exc:
+            return Answer(413, orjson.dumps({"status": exc.message}), "application/json")
         try:
             return responses.from_return_value(self.handler.function(request, self.context))
         except Exception:

@@ -72,6 +72,7 @@ def install_requirements(project: Path) -> None:
 
 class CortexDialect:
     name = "cortex"
+    health_paths: tuple[str, ...] = ("/healthz",)
 
     def __init__(self) -> None:
         #: Parsed once per target, for the models and again for the routes.

@@ -24,6 +24,7 @@ from inferd.dialects.cortex.adapter import CortexModel
 from inferd.dialects.cortex.config import ApiConfig
 from inferd.dialects.cortex.tracker import track
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
+from inferd.protocols.status import scrubbed
 
 logger = logging.getLogger("inferd.cortex")
 
@@ -98,14 +99,14 @@ def predict_endpoint(dataplane: DataPlane, api: ApiConfig) -> Endpoint:
         debug = b"debug" in request.scope["query_string"] and _debug(request)
         started, ok = counted.begin(), False
         try:
-            result = await model.respond_async(sample, debug)
+            result = await dataplane.run(api.name, lambda: model.respond_async(sample, debug))
             body = dumps(result)
             ok = True
         except InferdError:
             raise
         except Exception as exc:
             logger.exception("api %s: prediction failed", api.name)
-            return text_response(f"prediction failed: {exc}", 406)
+            return text_response(f"prediction failed: {scrubbed(str(exc))}", 406)
         finally:
             counted.end(started, ok)
         if api.tracker is not None:

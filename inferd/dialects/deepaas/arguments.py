@@ -21,7 +21,9 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 
+from inferd.core.errors import InvalidInput, PayloadTooLarge
 from inferd.dialects.deepaas import responses, uploads
+from inferd.protocols.forms import UploadLimits, read_form
 
 logger = logging.getLogger("inferd.deepaas")
 
@@ -100,7 +102,7 @@ def _prepare_accept(accept: fields.Field) -> list[str] | None:
     return [str(choice) for choice in choices]
 
 
-async def parse(request: Request, arguments: Arguments) -> Parsed:
+async def parse(request: Request, arguments: Arguments, limits: UploadLimits) -> Parsed:
     """The loaded argument values of ``request``; ArgumentError (422) when they do not validate.
     Temporary copies of uploaded files are listed in the result, for the caller to remove."""
     content_type = request.headers.get("content-type", "")
@@ -108,9 +110,11 @@ async def parse(request: Request, arguments: Arguments) -> Parsed:
     body: Any = None
     if any(kind in content_type for kind in FORM_TYPES):
         try:
-            form = await request.form()
-        except Exception as exc:
-            raise MalformedBody(f"malformed form body: {exc}") from None
+            form = await read_form(request, limits)
+        except PayloadTooLarge:
+            raise
+        except InvalidInput as exc:
+            raise MalformedBody(exc.message) from None
     elif any(kind in content_type for kind in JSON_TYPES):
         raw = await request.body()
         if raw:
@@ -172,11 +176,13 @@ async def _form_value(name: str, value: str | UploadFile, parsed: Parsed) -> Any
     return uploaded
 
 
-async def parse_or_answer(request: Request, arguments: Arguments) -> Parsed | Response:
+async def parse_or_answer(request: Request, arguments: Arguments, limits: UploadLimits) -> Parsed | Response:
     """The parsed arguments, or DEEPaaS's answer when they do not parse: 422 with webargs' messages,
-    400 for a body that is not what its content type says."""
+    400 for a body that is not what its content type says, 413 for uploads over the limits."""
     try:
-        return await parse(request, arguments)
+        return await parse(request, arguments, limits)
+    except PayloadTooLarge as exc:
+        return responses.text(413, exc.message)
     except ArgumentError as exc:
         return responses.json(exc.messages, 422)
     except MalformedBody as exc:

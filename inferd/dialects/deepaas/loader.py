@@ -120,6 +120,8 @@ def looks_like_model(target: str) -> bool:
 
 class DeepaasDialect:
     name = "deepaas"
+    #: DEEPaaS has no health route of its own; probes use V2's /v2/health/ready.
+    health_paths: tuple[str, ...] = ()
 
     def detect(self, target: str) -> bool:
         return looks_like_model(target)

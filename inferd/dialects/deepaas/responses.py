@@ -10,6 +10,8 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
+from inferd.protocols.status import scrubbed
+
 JSON_TYPE = "application/json; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
 INTERNAL_ERROR_BODY = b"500 Internal Server Error\n\nServer got itself in trouble"
@@ -62,5 +64,5 @@ def http_exception(exc: BaseException) -> Response | None:
     answered with its own status and reason; None for any other exception."""
     status = getattr(exc, "status_code", None) or getattr(exc, "status", None)
     if isinstance(status, int) and 400 <= status <= 599 and hasattr(exc, "reason"):
-        return text(status, str(exc.reason))
+        return text(status, str(exc.reason) if status < 500 else scrubbed(str(exc.reason)))
     return None

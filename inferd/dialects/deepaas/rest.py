@@ -22,11 +22,14 @@ from starlette.types import Scope
 from inferd import __version__
 from inferd.core import metrics
 from inferd.core.dataplane import DataPlane
+from inferd.core.errors import InferdError
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, swagger, training, ui, uploads
 from inferd.dialects.deepaas.arguments import ACCEPT, ANY_TYPE, parse_or_answer
 from inferd.dialects.deepaas.model import DeepaasModel
 from inferd.protocols.fallback import ANY_METHOD
+from inferd.protocols.forms import UploadLimits
+from inferd.protocols.status import error_headers, status_of
 
 logger = logging.getLogger("inferd.deepaas")
 
@@ -86,6 +89,7 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
     base = settings.base_path.rstrip("/")
     names = dataplane.registry.names()
     jobs = training.Jobs(settings) if settings.train_endpoint else None
+    upload_limits = UploadLimits.of(settings)
 
     def model(name: str) -> DeepaasModel:
         found = dataplane.registry.get(name)
@@ -131,7 +135,7 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
                 return responses.text(402)
             started, ok = counted.begin(), False
             try:
-                response = await _predict(model(name), request)
+                response = await _predict(model(name), request, dataplane, upload_limits)
                 ok = response.status_code < 400
                 return response
             finally:
@@ -171,14 +175,18 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
     return table
 
 
-async def _predict(model: DeepaasModel, request: Request) -> Response:
+async def _predict(
+    model: DeepaasModel, request: Request, dataplane: DataPlane, upload_limits: UploadLimits
+) -> Response:
     if not model.has("predict"):
         return responses.text(501)
-    parsed = await parse_or_answer(request, model.predict_args)
+    parsed = await parse_or_answer(request, model.predict_args, upload_limits)
     if isinstance(parsed, Response):
         return parsed
     try:
-        output = await model.call_user(model.run_predict, parsed.values)
+        output = await dataplane.run(model.name, lambda: model.call_user(model.run_predict, parsed.values))
+    except InferdError as exc:  # shed (503) or timed out (504)
+        return responses.text(status_of(exc).http, exc.message, error_headers(exc))
     except Exception as exc:
         answer = responses.http_exception(exc)
         if answer is None:

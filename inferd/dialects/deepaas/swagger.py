@@ -250,8 +250,8 @@ def _versions_paths(spec: APISpec, base: str) -> None:
     )
     debug = _get("debug", "get_debug", "Server logs (not kept by inferd)", {"type": "string"}, "Never sent")
     debug["description"] = "DEEPaaS's `--debug-endpoint` log buffer; inferd keeps none and answers 204."
-    debug["produces"] = ["text/plain"]
-    debug["responses"]["204"] = {"description": "No debug buffer"}
+    debug["produces"] = []  # a 204 has no body, so no content type
+    debug["responses"] = {"204": {"description": "No debug buffer"}}
     spec.path(f"{base}/v2/debug/", operations={"get": debug})
     models = _get("models", "list_models", "The loaded models", ref("ModelList"), "Every model's metadata")
     spec.path(f"{base}/v2/models/", operations={"get": models})

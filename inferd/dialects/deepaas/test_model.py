@@ -100,7 +100,8 @@ class TestModel:
             return PNG
         if accept == "text/plain":
             return DATA_URL
-        return {"date": "2019-01-1", "labels": [{"label": "foo", "probability": 1.0}], "data": DATA_URL}
+        # Upstream answered "2019-01-1", which its own schema's date format refuses (found by fuzzing).
+        return {"date": "2019-01-01", "labels": [{"label": "foo", "probability": 1.0}], "data": DATA_URL}
 
     def get_train_args(self) -> dict[str, fields.Field]:
         return {

@@ -25,6 +25,7 @@ from inferd.dialects.deepaas import responses, uploads
 from inferd.dialects.deepaas.arguments import parse_or_answer
 from inferd.dialects.deepaas.uploads import UploadedFile
 from inferd.protocols.fallback import ANY_METHOD
+from inferd.protocols.forms import UploadLimits
 
 logger = logging.getLogger("inferd.deepaas")
 
@@ -115,7 +116,7 @@ def routes(prefix: str, name: str, model: Callable[[str], Any], jobs: Jobs | Non
         found = model(name)
         if not found.has("train"):
             return responses.text(501)
-        parsed = await parse_or_answer(request, found.train_args)
+        parsed = await parse_or_answer(request, found.train_args, UploadLimits.of(jobs.settings))
         if isinstance(parsed, Response):
             return parsed
         record = jobs.store.create(name, _jsonable(shown_args(parsed.values)))

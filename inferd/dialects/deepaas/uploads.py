@@ -2,6 +2,9 @@
 original_filename)`` where ``filename`` is the path of a temporary copy.
 
 Upstream never deleted those copies; inferd removes them when the request (or training job) is done.
+The client's file name only lends its plain extension to the copy's name, and ``original_filename``
+is its last path component without control characters (`safe_file_name`), so model code joining it
+to a folder cannot leave that folder.
 """
 
 from __future__ import annotations
@@ -9,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from pathlib import Path
 from typing import NamedTuple
 
 from starlette.datastructures import UploadFile
+
+from inferd.protocols.forms import safe_file_name, safe_suffix
 
 COPY_CHUNK = 1024 * 1024
 
@@ -26,8 +30,7 @@ class UploadedFile(NamedTuple):
 
 async def save(field: str, upload: UploadFile) -> UploadedFile:
     """Copy ``upload`` to a temporary file the model can open by path."""
-    suffix = Path(upload.filename or "").suffix
-    handle, path = tempfile.mkstemp(prefix="inferd-upload-", suffix=suffix)
+    handle, path = tempfile.mkstemp(prefix="inferd-upload-", suffix=safe_suffix(upload.filename))
     try:
         with os.fdopen(handle, "wb") as out:
             while chunk := await upload.read(COPY_CHUNK):
@@ -35,7 +38,7 @@ async def save(field: str, upload: UploadFile) -> UploadedFile:
     except BaseException:
         remove([path])
         raise
-    return UploadedFile(field, path, upload.content_type or "", upload.filename or "")
+    return UploadedFile(field, path, upload.content_type or "", safe_file_name(upload.filename))
 
 
 def remove(paths: list[str]) -> None:

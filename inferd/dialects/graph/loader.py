@@ -16,6 +16,7 @@ from inferd.dialects.base import ServedModel
 from inferd.dialects.graph import grpc, rest, spec
 from inferd.dialects.graph.model import GraphModel
 from inferd.dialects.graph.nodes import factories
+from inferd.protocols.forms import UploadLimits
 
 
 def served_name(settings: Settings, graph: spec.GraphSpec | None = None) -> str:
@@ -24,6 +25,7 @@ def served_name(settings: Settings, graph: spec.GraphSpec | None = None) -> str:
 
 class GraphDialect:
     name = "graph"
+    health_paths: tuple[str, ...] = ("/health/ping", "/ready", "/live")
 
     def detect(self, target: str) -> bool:
         return spec.looks_like_graph(Path(split_target(target)[0]))
@@ -41,7 +43,7 @@ class GraphDialect:
         return [ServedModel(served_name(settings, graph), factory, settings.model_version)]
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
-        return rest.routes(dataplane, served_name(settings))
+        return rest.routes(dataplane, served_name(settings), UploadLimits.of(settings))
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return [grpc.registrar(dataplane, served_name(settings))]

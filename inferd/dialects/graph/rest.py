@@ -31,6 +31,7 @@ from inferd.dialects.seldon.rest import (
     read_message,
 )
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
+from inferd.protocols.forms import UploadLimits
 
 PROTOCOL = "seldon"
 PUID_HEADER = "Seldon-Puid"
@@ -51,15 +52,15 @@ def with_puid(message: Any, header: str | None) -> tuple[Any, str | None]:
     return {**message, "meta": {**meta, "puid": puid}}, puid
 
 
-def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
+def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRoute]:
     counted = core_metrics.series(name, PROTOCOL)
     graph = functools.partial(served_graph, dataplane, name)
 
     async def predictions(request: Request) -> Response:
         started, ok = counted.begin(), False
         try:
-            message, puid = with_puid(await read_message(request), request.headers.get(PUID_HEADER))
-            answer = await graph().answer(message)
+            message, puid = with_puid(await read_message(request, limits), request.headers.get(PUID_HEADER))
+            answer = await dataplane.run(name, lambda: graph().answer(message))
             ok = True
             response = json_response(answer)
             if puid:
@@ -73,7 +74,8 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
     async def feedback(request: Request) -> Response:
         started, ok = counted.begin(), False
         try:
-            answer = await graph().feedback(await read_message(request))
+            message = await read_message(request, limits)
+            answer = await dataplane.run(name, lambda: graph().feedback(message))
             ok = True
             return json_response(answer)
         except Exception as exc:

@@ -54,6 +54,7 @@ def _subclasses_in(module: str) -> Found:
 
 class NativeDialect:
     name = "native"
+    health_paths: tuple[str, ...] = ()
 
     def detect(self, target: str) -> bool:
         try:

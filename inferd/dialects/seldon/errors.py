@@ -10,8 +10,9 @@ from typing import Any
 
 import grpc
 
-from inferd.core.errors import InferdError, InvalidInput, ModelNotReady, PayloadTooLarge
+from inferd.core.errors import InferdError, InvalidInput
 from inferd.dialects.seldon.user_model import is_not_implemented, seldon_exception_fields
+from inferd.protocols.status import scrubbed, status_of
 
 logger = logging.getLogger("inferd.seldon")
 
@@ -30,6 +31,7 @@ GRPC_CODES = {
     413: grpc.StatusCode.RESOURCE_EXHAUSTED,
     429: grpc.StatusCode.RESOURCE_EXHAUSTED,
     503: grpc.StatusCode.UNAVAILABLE,
+    504: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 
 
@@ -55,20 +57,24 @@ class SeldonError(Exception):
 
 def as_seldon_error(exc: BaseException) -> SeldonError:
     """What the client of a Seldon route gets for ``exc``: Seldon exceptions keep their status and
-    reason, inferd's client errors are bad data, anything else is a 500 with ``str(exc)`` (as Seldon)."""
+    reason, inferd's errors get the status table's, anything else is a 500 with ``str(exc)`` (as
+    Seldon); a 5xx ``info`` never carries a traceback or a file path (`scrubbed`)."""
+    error = _as_seldon_error(exc)
+    if error.status >= 500:
+        error.info = scrubbed(error.info)
+    return error
+
+
+def _as_seldon_error(exc: BaseException) -> SeldonError:
     if isinstance(exc, SeldonError):
         return exc
     fields = seldon_exception_fields(exc)
     if fields is not None:
         status, message, reason = fields
         return SeldonError(message, status, reason, not_implemented=is_not_implemented(exc))
-    if isinstance(exc, PayloadTooLarge):
-        return SeldonError(exc.message, 413)
-    if isinstance(exc, InvalidInput):
-        return SeldonError(exc.message)
-    if isinstance(exc, ModelNotReady):
-        return SeldonError(exc.message, 503, INTERNAL_ERROR)
-    if isinstance(exc, InferdError):
-        return SeldonError(exc.message, 500, INTERNAL_ERROR)
+    if isinstance(exc, InferdError):  # the status table's status: 400, 413, 503, 504 ...
+        return SeldonError(
+            exc.message, status_of(exc).http, BAD_DATA if isinstance(exc, InvalidInput) else INTERNAL_ERROR
+        )
     logger.error("Seldon component raised", exc_info=exc)
     return SeldonError(str(exc), 500, INTERNAL_ERROR)

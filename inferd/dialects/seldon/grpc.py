@@ -62,7 +62,9 @@ class SeldonServicer:
             message = json_format.MessageToDict(request)
             if method == "aggregate":  # protobuf drops an empty list: it is still a list
                 message.setdefault("seldonMessages", [])
-            reply = await model.answer(method, message, request, "grpc")
+            reply = await self.dataplane.run(
+                self.name, lambda: model.answer(method, message, request, "grpc")
+            )
             return json_format.ParseDict(reply.body, pb.SeldonMessage())
 
         return await counted_call(self.counted, context, answer)

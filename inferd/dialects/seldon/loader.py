@@ -26,6 +26,7 @@ from inferd.dialects.base import EnvironmentTable, ServedModel, settings_from
 from inferd.dialects.seldon import grpc, rest
 from inferd.dialects.seldon.component import SeldonModel
 from inferd.dialects.seldon.user_model import install_aliases
+from inferd.protocols.forms import UploadLimits
 
 #: Methods that make a class a Seldon component.
 COMPONENT_METHODS = (
@@ -140,6 +141,8 @@ def served_name(settings: Settings) -> str:
 
 class SeldonDialect:
     name = "seldon"
+    #: Not /health/status: it runs the component's own health_status, which is model code.
+    health_paths: tuple[str, ...] = ("/health/ping",)
 
     def detect(self, target: str) -> bool:
         return looks_like_component(target)
@@ -165,7 +168,7 @@ class SeldonDialect:
         return [ServedModel(name, factory, settings.model_version)]
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
-        return rest.routes(dataplane, served_name(settings))
+        return rest.routes(dataplane, served_name(settings), UploadLimits.of(settings))
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return [grpc.registrar(dataplane, served_name(settings))]

@@ -9,19 +9,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
-from inferd.core.errors import ModelNotReady
+from inferd.core.errors import InvalidInput, ModelNotReady, PayloadTooLarge
 from inferd.dialects.seldon import openapi
 from inferd.dialects.seldon.component import SeldonModel, environment_flag
 from inferd.dialects.seldon.errors import INTERNAL_ERROR, SeldonError, as_seldon_error
 from inferd.protocols import prometheus
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
+from inferd.protocols.forms import UploadLimits, read_form
+from inferd.protocols.status import error_headers
 
 PROTOCOL = "seldon"
 BOTH = ("GET", "POST")
@@ -57,17 +59,19 @@ def json_response(content: Any, status: int = 200) -> Response:
 
 def error_response(exc: BaseException) -> Response:
     error = as_seldon_error(exc)
-    return json_response(error.body(), error.status)
+    response = json_response(error.body(), error.status)
+    response.headers.update(error_headers(exc))
+    return response
 
 
-async def read_message(request: Request) -> Any:
+async def read_message(request: Request, limits: UploadLimits) -> Any:
     """The request's message, from the first of: multipart parts, form field ``json``, query
     parameter ``json``, a JSON body (spec §3.1)."""
     content_type = request.headers.get("content-type", "")
     if "multipart/form-data" in content_type:
-        return await _from_multipart(request)
+        return await _from_multipart(request, limits)
     if "application/x-www-form-urlencoded" in content_type:
-        form = await request.form()
+        form = await _form(request, limits)
         if "json" in form:
             return _loads(str(form["json"]))
     if "json" in request.query_params:
@@ -78,12 +82,18 @@ async def read_message(request: Request) -> Any:
     raise SeldonError("Can't find JSON in data")
 
 
-async def _from_multipart(request: Request) -> dict[str, Any]:
-    """Text parts are JSON but ``strData``; a file ``binData`` is base64-encoded, other files text."""
+async def _form(request: Request, limits: UploadLimits) -> FormData:
     try:
-        form = await request.form()
-    except Exception as exc:
-        raise SeldonError(f"Invalid multipart/form-data: {exc}") from None
+        return await read_form(request, limits)
+    except PayloadTooLarge:
+        raise
+    except InvalidInput as exc:
+        raise SeldonError(f"Invalid form data: {exc.message}") from None
+
+
+async def _from_multipart(request: Request, limits: UploadLimits) -> dict[str, Any]:
+    """Text parts are JSON but ``strData``; a file ``binData`` is base64-encoded, other files text."""
+    form = await _form(request, limits)
     message: dict[str, Any] = {}
     try:
         for key, value in form.multi_items():
@@ -104,7 +114,7 @@ def _loads(text: str | bytes) -> Any:
         raise SeldonError(f"Invalid JSON: {exc}") from None
 
 
-def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
+def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRoute]:
     counted = core_metrics.series(name, PROTOCOL)
     passthrough = environment_flag("PAYLOAD_PASSTHROUGH", "false")
 
@@ -119,14 +129,15 @@ def routes(dataplane: DataPlane, name: str) -> list[BaseRoute]:
         async def answer(request: Request) -> Response:
             started, ok, model = counted.begin(), False, None
             try:
-                model = component()
+                model = unit = component()
                 if passthrough and method == "predict":
                     body = await request.body()
-                    result = await model.call_user(model.passthrough, body)
+                    result = await dataplane.run(name, lambda: unit.call_user(unit.passthrough, body))
                     ok = True
                     content = result if isinstance(result, (bytes, str)) else dumps(result)
                     return Response(content, headers=CORS, media_type="application/json")
-                reply = await model.answer(method, await read_message(request))
+                message = await read_message(request, limits)
+                reply = await dataplane.run(name, lambda: unit.answer(method, message))
                 ok = reply.status < 400
                 return json_response(reply.body, reply.status)
             except Exception as exc:

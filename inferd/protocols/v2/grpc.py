@@ -38,6 +38,9 @@ from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 logger = logging.getLogger("inferd.protocols.v2.grpc")
 
 PROTOCOL = "grpc"
+SERVICE = "/inference.GRPCInferenceService/"
+#: Health and readiness: answered without authentication, for probes.
+HEALTH_METHODS = frozenset(SERVICE + method for method in ("ServerLive", "ServerReady", "ModelReady"))
 
 #: The typed ``InferTensorContents`` field of each datatype and the datatype that field holds on the
 #: wire (INT8 travels as int32, UINT16 as uint32, ...). FP16 has no typed field: raw only.

@@ -6,6 +6,7 @@ Routes are declared once as a table; the ``/versions/{version}`` variants are ge
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,11 +21,15 @@ from inferd.core.errors import InvalidInput
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.protocols import asgi
 from inferd.protocols.json import JSONResponse
+from inferd.protocols.v2 import openapi
 from inferd.protocols.v2.http_codec import decode_request, encode_response
 from inferd.protocols.v2.schema import RepositoryIndexBody, parse
 
 HEADER_LENGTH = "inference-header-content-length"
 HEADER_LENGTH_BYTES = HEADER_LENGTH.encode()
+#: Health and readiness: answered without authentication, for probes.
+HEALTH_PATHS = ("/v2/health/live", "/v2/health/ready")
+MODEL_READY_PATH = re.compile(r"/v2/models/[^/]+(/versions/[^/]+)?/ready")
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -100,6 +105,9 @@ class V2Endpoints:
             headers.append((HEADER_LENGTH_BYTES, str(header_length).encode()))
             await asgi.send_response(send, 200, content, headers)
 
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi.DOCUMENT)
+
     async def repository_index(self, request: Request) -> Response:
         query: RepositoryIndexBody = parse(RepositoryIndexBody, await request.body())
         return JSONResponse(
@@ -137,6 +145,7 @@ def routes(dataplane: DataPlane) -> list[Route]:
         ("/v2", endpoints.server_metadata, "GET"),
         ("/v2/health/live", endpoints.live, "GET"),
         ("/v2/health/ready", endpoints.ready, "GET"),
+        (openapi.PATH, endpoints.openapi, "GET"),
         ("/v2/repository/index", endpoints.repository_index, "POST"),
         ("/v2/repository/models/{name}/load", endpoints.load, "POST"),
         ("/v2/repository/models/{name}/unload", endpoints.unload, "POST"),

@@ -1,0 +1,136 @@
+"""Bearer-token authentication: one ASGI middleware for every HTTP route and one gRPC interceptor for
+every service, both installed only when tokens are configured (no cost otherwise).
+
+Health and readiness answer without a token so probes need no secret; they run no model code. A
+token is compared with every configured one in constant time (`hmac.compare_digest`, no early exit),
+so timing tells neither a token's prefix nor which token matched. The ``Authorization`` header is
+removed from the request before routing: no dialect hands it to model code, and no log line has it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import grpc
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from inferd.core.errors import Unauthenticated
+from inferd.core.settings import Settings
+from inferd.protocols.status import status_of
+from inferd.server.errors import error_response
+
+MISSING = "missing bearer token: send 'Authorization: Bearer <token>'"
+INVALID = "invalid bearer token"
+PROBE_METHODS = ("GET", "HEAD")
+IsOpen = Callable[[str, str], bool]
+
+
+class Tokens:
+    """The configured tokens and the one check of a presented ``Authorization`` value."""
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        self._tokens = [token.encode() for token in tokens]
+        if not self._tokens:
+            raise ValueError("authentication needs at least one token")
+
+    def refusal(self, authorization: bytes | str | None) -> Unauthenticated | None:
+        """None when ``authorization`` is ``Bearer <a configured token>``, else the error to answer."""
+        if authorization is None:
+            return Unauthenticated(MISSING)
+        if isinstance(authorization, str):
+            authorization = authorization.encode("latin-1", "replace")
+        scheme, _, given = authorization.strip().partition(b" ")
+        if scheme.lower() != b"bearer":
+            return Unauthenticated(MISSING)
+        given = given.strip()
+        matched = False
+        for token in self._tokens:  # every token, always: no early exit to time
+            matched |= hmac.compare_digest(given, token)
+        return None if matched else Unauthenticated(INVALID)
+
+
+def tokens_of(settings: Settings) -> Tokens | None:
+    """The configured tokens, or None when the server runs without authentication."""
+    if not settings.auth_tokens:
+        return None
+    return Tokens(token.get_secret_value() for token in settings.auth_tokens)
+
+
+def open_routes(paths: Iterable[str], patterns: Iterable[re.Pattern[str]] = ()) -> IsOpen:
+    """Whether (method, path) is a health or readiness probe: a GET or HEAD of one of ``paths`` or of
+    a path ``patterns`` match in full."""
+    exact, matchers = frozenset(paths), tuple(patterns)
+
+    def is_open(method: str, path: str) -> bool:
+        if method not in PROBE_METHODS:
+            return False
+        return path in exact or any(pattern.fullmatch(path) for pattern in matchers)
+
+    return is_open
+
+
+class BearerAuth:
+    """Refuses HTTP requests without a known bearer token (401, JSON body, ``WWW-Authenticate:
+    Bearer``) except probes; strips ``Authorization`` from every request it lets through."""
+
+    def __init__(self, app: ASGIApp, tokens: Tokens, is_open: IsOpen) -> None:
+        self.app, self.tokens, self.is_open = app, tokens, is_open
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        authorization, kept = None, []
+        for key, value in scope["headers"]:
+            if key == b"authorization":
+                authorization = value
+            else:
+                kept.append((key, value))
+        scope = {**scope, "headers": kept}
+        if not self.is_open(scope.get("method", ""), scope["path"]):
+            refused = self.tokens.refusal(authorization)
+            if refused is not None:
+                await error_response(refused)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class GrpcBearerAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio ships no hints
+    """The gRPC side: every method but ``open_methods`` needs ``authorization: Bearer <token>``
+    metadata, else UNAUTHENTICATED before the servicer runs."""
+
+    def __init__(self, tokens: Tokens, open_methods: Iterable[str]) -> None:
+        self.tokens, self.open_methods = tokens, frozenset(open_methods)
+
+    async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = await continuation(details)
+        if handler is None or details.method in self.open_methods:
+            return handler
+        metadata = details.invocation_metadata or ()
+        authorization = next((value for key, value in metadata if key == "authorization"), None)
+        refused = self.tokens.refusal(authorization)
+        return handler if refused is None else _refusing(handler, refused)
+
+
+def _refusing(handler: Any, error: Unauthenticated) -> Any:
+    """A handler of ``handler``'s kind that aborts every call with ``error``."""
+    code = status_of(error).grpc
+
+    async def refuse(request: Any, context: Any) -> None:
+        await context.abort(code, error.message)
+
+    kinds = {
+        (False, False): grpc.unary_unary_rpc_method_handler,
+        (False, True): grpc.unary_stream_rpc_method_handler,
+        (True, False): grpc.stream_unary_rpc_method_handler,
+        (True, True): grpc.stream_stream_rpc_method_handler,
+    }
+    build = kinds[(bool(handler.request_streaming), bool(handler.response_streaming))]
+    return build(
+        refuse,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
