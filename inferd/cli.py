@@ -548,7 +548,9 @@ def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -
         return
     table = Table(title=f"{url}: {described['server']['name']} {described['server']['version']}")
     for column in ("model", "dialect", "state", "inputs", "outputs", "requests", "mean ms", "called with"):
-        table.add_column(column, justify="right" if column in ("requests", "mean ms") else "left")
+        table.add_column(
+            column, justify="right" if column in ("requests", "mean ms") else "left", overflow="fold"
+        )
     for model in described["models"]:
         form = model["try"]
         table.add_row(

@@ -3,16 +3,20 @@ headless Chromium (submit, see the prediction; screenshots kept under ``test-art
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import Result
 from PIL import Image
+from typer.testing import CliRunner
 
+from inferd.cli import app
 from tests import browser
 from tests.dialects.abeja.conftest import RUNTIME
-from tests.servers import RunningServer, serve
+from tests.servers import RunningServer, free_port, serve
 
 HERE = Path(__file__).parent / "ui"
 
@@ -140,3 +144,54 @@ def test_an_abeja_form_posts_an_image_and_shows_the_answer(abeja_server: Running
         tab.click("#send")
         answer = tab.wait_for("document.querySelector('#answer-json')?.innerText")
         assert '"a": 1' in answer and "201" in tab.text("#answer-status")
+
+
+# --- inferd models / inferd call read the same description ------------------------------------------
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "160"})
+
+
+def test_call_sends_deepaas_arguments_and_uploads(deepaas_server: RunningServer, png: Path) -> None:
+    url = deepaas_server.http_url
+    called = invoke("call", "uploads", "--url", url, "--input", str(png), "--data", '{"scale": 2}', "--json")
+    assert called.exit_code == 0, called.output
+    assert json.loads(called.stdout)["predictions"] == {
+        "bytes": png.stat().st_size,
+        "scale": 2.0,
+        "name": "red.png",
+    }
+    saved = png.parent / "back.png"
+    args = ("--file", f"image={png}", "--data", '{"accept": "image/png"}', "--output", str(saved))
+    assert invoke("call", "uploads", "--url", url, *args).exit_code == 0
+    assert saved.read_bytes() == png.read_bytes()
+    refused = invoke("call", "uploads", "--url", url, "--data", '{"scale": "big"}', "--json")
+    assert refused.exit_code == 1 and "422" in refused.stderr
+    assert "image" in json.loads(refused.stdout)  # DEEPaaS's field → messages
+
+
+def test_call_posts_a_file_with_its_type_to_abeja(abeja_server: RunningServer, png: Path) -> None:
+    saved = png.parent / "echo.png"
+    called = invoke(
+        "call", "main", "--url", abeja_server.http_url, "--input", str(png), "--output", str(saved)
+    )
+    assert called.exit_code == 0, called.output
+    assert saved.read_bytes() == png.read_bytes()  # the handler echoes what is not JSON, typed as it came
+
+
+def test_call_builds_v2_tensors_and_says_what_went_wrong(scale_server: RunningServer) -> None:
+    url = scale_server.http_url
+    called = invoke("call", "scale", "--url", url, "--data", "[[1, 2]]", "--json")
+    assert called.exit_code == 0, called.output
+    assert json.loads(called.stdout)["outputs"][0]["data"] == [10.0, 20.0]
+    wrong = invoke("call", "scale", "--url", url, "--data", "[[1, 2, 3]]")
+    assert wrong.exit_code == 1 and "400" in wrong.stderr and "shape" in wrong.stdout
+    missing = invoke("call", "nope", "--url", url)
+    assert missing.exit_code == 1 and "model 'nope' is not served here" in missing.stderr
+    listed = invoke("models", "--url", url)
+    assert (
+        listed.exit_code == 0 and "scale" in listed.stdout and "POST /v2/models/scale/infer" in listed.stdout
+    )
+    nobody = invoke("models", "--url", f"http://127.0.0.1:{free_port()}")
+    assert nobody.exit_code == 1 and "cannot reach" in nobody.stderr
