@@ -480,6 +480,7 @@ def run_batch(
     organization: OrganizationOption = None,
     quiet: QuietOption = False,
     abeja_style: StyleOption = "auto",
+    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run an ABEJA handler over input files (or the INPUT variable), one answer file per input."""
     from inferd.dialects.abeja import local as abeja
@@ -502,8 +503,11 @@ def run_batch(
         model = _load_handler(handler, abeja_style, logs)
         failed = _run_all(model, calls, output)
     written = len(calls) - failed
-    summary = f"{len(calls)} inputs: {written} written to {output}, {failed} failed"
-    errors.print(summary, highlight=False, soft_wrap=True)
+    if json_output:
+        print(json.dumps({"inputs": len(calls), "written": written, "failed": failed, "output": str(output)}))
+    else:
+        summary = f"{len(calls)} inputs: {written} written to {output}, {failed} failed"
+        errors.print(summary, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if failed else 0)
 
 
