@@ -353,7 +353,10 @@ def _deepaas_call(method: str, target: str, args: list[str], files: list[str]) -
     settings = _settings(dialect="deepaas", log_level="warning")
     configure_logging(settings.log_level)
     try:
-        result = deepaas.call(deepaas.load(target, settings), method, args, files)
+        model = deepaas.load(target, settings)
+        # a training may take long: a spinner while it runs (on a terminal only, on stderr)
+        with errors.status(f"{method} {target}…") if method == "train" else contextlib.nullcontext():
+            result = deepaas.call(model, method, args, files)
     except deepaas.LocalCallError as exc:
         _fail(str(exc))
     except (TargetError, ModelLoadError) as exc:
