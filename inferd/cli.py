@@ -15,10 +15,12 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
+from rich.table import Table
 
 from inferd import __version__
 from inferd.core.errors import InferdError, ListenError, ModelLoadError, TargetError
 from inferd.core.importer import split_target
+from inferd.core.project import project_settings
 from inferd.core.settings import Settings
 from inferd.dialects import resolve_dialect
 from inferd.engines import local
@@ -66,12 +68,17 @@ def _absolute(target: str) -> str:
     return str(Path(module).resolve()) + (f":{attr}" if attr else "")
 
 
-def _settings(**given: Any) -> Settings:
-    """Settings from ``INFERD_*`` variables, overridden by the options given on the command line."""
+def _settings(project: dict[str, Any] | None = None, **given: Any) -> Settings:
+    """Settings from a project's ``inferd.yaml``, overridden by ``INFERD_*`` variables, overridden by the
+    options given on the command line."""
+    from_project = {
+        key: value for key, value in (project or {}).items() if f"INFERD_{key.upper()}" not in os.environ
+    }
+    given = {**from_project, **{key: value for key, value in given.items() if value is not None}}
     if given.get("target"):
         given["target"] = _absolute(given["target"])
     try:
-        return Settings(**{key: value for key, value in given.items() if value is not None})
+        return Settings(**given)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         _fail(f"invalid option: {problems}")
@@ -191,7 +198,11 @@ def serve(
             "missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler, "
             "MODEL_NAME=Class for a Seldon component, or pass --dialect deepaas for DEEPaaS entry points)"
         )
+    project = _project(target)
+    if project is not None:
+        target = project.pop("target", ".")
     settings = _settings(
+        project=project,
         target=target,
         dialect=dialect,
         name=name,
@@ -233,6 +244,45 @@ def serve(
     except (ModelLoadError, ListenError) as exc:
         _fail(exc.message, code=1)
     raise typer.Exit(code)
+
+
+def _project(target: str | None) -> dict[str, Any] | None:
+    """The settings of ``target/inferd.yaml`` when the target is a project folder; the folder then
+    becomes the working directory, as each platform ran its code from the project's root."""
+    if not target or not Path(target).is_dir():
+        return None
+    try:
+        found = project_settings(Path(target))
+    except TargetError as exc:
+        _fail(exc.message)
+    if found is not None:
+        os.chdir(target)
+    return found
+
+
+@app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="The project folder to create (new or empty).")],
+    dialect: Annotated[
+        str, typer.Option(help="The convention: native, seldon, deepaas, cortex or abeja.")
+    ] = "native",
+) -> None:
+    """Create a project that `inferd serve FOLDER` serves at once: model code, inferd.yaml, requirements,
+    a test, a README and a sample request for `inferd call`."""
+    from inferd import scaffold
+
+    try:
+        written = scaffold.create(folder, dialect)
+    except scaffold.ScaffoldError as exc:
+        _fail(str(exc))
+    name = scaffold.names(folder)["name"]
+    for path in written:
+        errors.print(f"  [green]created[/] {escape(str(path))}", highlight=False)
+    errors.print(
+        f"Next: [bold]inferd serve {escape(str(folder))}[/], then "
+        f"[bold]inferd call {name} --input {escape(str(folder / 'sample.json'))}[/] (see the README).",
+        highlight=False,
+    )
 
 
 def _with_platform_environment(settings: Settings) -> Settings:
@@ -319,7 +369,10 @@ def _deepaas_call(method: str, target: str, args: list[str], files: list[str]) -
     settings = _settings(dialect="deepaas", log_level="warning")
     configure_logging(settings.log_level)
     try:
-        result = deepaas.call(deepaas.load(target, settings), method, args, files)
+        model = deepaas.load(target, settings)
+        # a training may take long: a spinner while it runs (on a terminal only, on stderr)
+        with errors.status(f"{method} {target}…") if method == "train" else contextlib.nullcontext():
+            result = deepaas.call(model, method, args, files)
     except deepaas.LocalCallError as exc:
         _fail(str(exc))
     except (TargetError, ModelLoadError) as exc:
@@ -446,6 +499,7 @@ def run_batch(
     organization: OrganizationOption = None,
     quiet: QuietOption = False,
     abeja_style: StyleOption = "auto",
+    json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Run an ABEJA handler over input files (or the INPUT variable), one answer file per input."""
     from inferd.dialects.abeja import local as abeja
@@ -468,8 +522,11 @@ def run_batch(
         model = _load_handler(handler, abeja_style, logs)
         failed = _run_all(model, calls, output)
     written = len(calls) - failed
-    summary = f"{len(calls)} inputs: {written} written to {output}, {failed} failed"
-    errors.print(summary, highlight=False, soft_wrap=True)
+    if json_output:
+        print(json.dumps({"inputs": len(calls), "written": written, "failed": failed, "output": str(output)}))
+    else:
+        summary = f"{len(calls)} inputs: {written} written to {output}, {failed} failed"
+        errors.print(summary, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if failed else 0)
 
 
@@ -488,6 +545,104 @@ def _run_all(model: AbejaModel, calls: list[tuple[str, Call]], output: Path) -> 
                 )
             progress.advance(task)
     return failed
+
+
+# --- talking to a running server ------------------------------------------------------------------
+
+UrlOption = Annotated[
+    str, typer.Option("--url", envvar="INFERD_URL", help="The server [default: http://127.0.0.1:8080].")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
+DEFAULT_URL = "http://127.0.0.1:8080"
+output = Console()
+
+
+@app.command("models")
+def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
+    """List what a running inferd server serves: state, dialect, tensors, traffic, how to call it."""
+    from inferd import client
+
+    try:
+        described = client.models(url)
+    except client.ClientError as exc:
+        _fail(str(exc), code=1)
+    if json_output:
+        print(json.dumps(described))
+        return
+    table = Table(title=f"{url}: {described['server']['name']} {described['server']['version']}")
+    for column in ("model", "dialect", "state", "inputs", "outputs", "requests", "mean ms", "called with"):
+        table.add_column(
+            column, justify="right" if column in ("requests", "mean ms") else "left", overflow="fold"
+        )
+    for model in described["models"]:
+        form = model["try"]
+        table.add_row(
+            model["name"],
+            model["dialect"],
+            f"[green]{model['state'].lower()}[/]" if model["ready"] else f"[red]{model['state'].lower()}[/]",
+            _tensors(model["inputs"]),
+            _tensors(model["outputs"]),
+            f"{model['requests']['ok']} ok"
+            + (f", {model['requests']['error']} failed" * bool(model["requests"]["error"])),
+            "-" if model["latency_ms"] is None else f"{model['latency_ms']:.3f}",
+            f"{form['method']} {escape(form['path'])}" if form else "-",
+        )
+    output.print(table)
+
+
+def _tensors(specs: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{spec['name']} {spec['datatype']} {spec['shape']}" for spec in specs) or "-"
+
+
+@app.command("call")
+def call_model(
+    name: Annotated[str, typer.Argument(help="The model to call.")],
+    url: UrlOption = DEFAULT_URL,
+    input: Annotated[
+        Path | None,
+        typer.Option("--input", "-i", help="A .json file of data, or a file to send (an image, a video)."),
+    ] = None,
+    data: Annotated[str | None, typer.Option("--data", "-d", help="The data as JSON.")] = None,
+    file: FileOption = None,
+    save: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the answer's body to this file.")
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Send one request to a model of a running server, the way its dialect takes them (V2 for native
+    models, Seldon messages, DEEPaaS arguments, Cortex samples, ABEJA bodies), and print the answer."""
+    from inferd import client
+
+    try:
+        files = dict(_pair(item, "--file", "FIELD=PATH") for item in file or [])
+        request, answer = client.call(
+            url, name, client.given(data, input, {k: Path(v) for k, v in files.items()})
+        )
+    except client.ClientError as exc:
+        _fail(str(exc), code=1)
+    summary = f"{answer.status} · {answer.milliseconds:.1f} ms · {request.method} {request.path}"
+    errors.print(f"[{'green' if answer.status < 400 else 'red'}]{escape(summary)}[/]", highlight=False)
+    if save is not None:
+        save.write_bytes(answer.body)
+    elif answer.is_json:
+        text = answer.body.decode("utf-8", "replace")
+        if json_output or not sys.stdout.isatty():
+            sys.stdout.write(text.rstrip("\n") + "\n")
+        else:
+            output.print_json(text)
+    elif sys.stdout.isatty() and not answer.content_type.startswith("text/"):
+        errors.print(f"{len(answer.body)} bytes of {answer.content_type}: save them with --output FILE")
+    else:
+        sys.stdout.buffer.write(answer.body)
+        sys.stdout.flush()
+    raise typer.Exit(0 if answer.status < 400 else 1)
+
+
+def _pair(text: str, option: str, form: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        _fail(f"{option} takes {form}, not {text!r}")
+    return key, value
 
 
 def _read(path: Path) -> bytes:

@@ -50,6 +50,13 @@ class RunningServer:
         return self.log
 
 
+def with_this_tree(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this checkout first on PYTHONPATH, so a server started in another folder (a user's
+    project) runs the inferd under test, not whichever one is installed."""
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path]
+    return {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), *paths])}
+
+
 def inferd_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "inferd", *args]
 
@@ -72,7 +79,7 @@ def serve(
         stderr=subprocess.PIPE,
         text=True,
         cwd=cwd or ROOT,
-        env={**os.environ, **(env or {})},
+        env=with_this_tree({**os.environ, **(env or {})}),
     )
     stderr_lines: list[str] = []
     drain = threading.Thread(target=_drain, args=(process, stderr_lines), daemon=True)

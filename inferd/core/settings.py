@@ -20,12 +20,19 @@ ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "C
 class ModelSettings(BaseModel):
     """Settings of one model, overriding the server-wide defaults of the same names."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_batch_size: int | None = Field(None, ge=1)
+    """The most rows one call of this model takes (1 turns batching off for it)."""
+
     max_batch_time_ms: float | None = Field(None, gt=0)
+    """How long the first request of this model's batch waits for others to join."""
+
     max_queue_size: int | None = Field(None, ge=1)
+    """Requests that may wait for this model's batch; more are shed with 503 and Retry-After."""
+
     max_concurrency: int | None = Field(None, ge=1)
+    """Requests of this model answered at once in each worker; more wait in a bounded queue."""
 
 
 class Settings(BaseSettings):

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+import numpy as np
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.registry import ModelFactory
 from inferd.core.settings import Settings
+from inferd.core.types import TensorSpec
 
 #: A platform's environment variable → (the inferd setting it gives, how to read its text).
 EnvironmentTable = Mapping[str, tuple[str, Callable[[str], Any]]]
@@ -25,6 +27,43 @@ def settings_from(table: EnvironmentTable, defaults: Mapping[str, Any]) -> dict[
         if value:
             found[setting] = convert(value)
     return found
+
+
+#: The forms a model is tried with (see `TryForm`).
+FormKind = Literal["v2", "json", "fields", "body"]
+
+
+@dataclass(frozen=True)
+class TryForm:
+    """How a person (the try-it page) or ``inferd call`` sends one request to a model over its dialect's
+    own protocol, so neither needs to know the dialects.
+
+    ``kind`` says what is filled in: ``v2`` one JSON value per declared input tensor, sent as a V2
+    infer request; ``json`` a JSON document sent as is; ``fields`` named arguments (``fields`` holds
+    their Swagger 2.0 parameter objects: ``name``, ``in``, ``type``, ``enum``, ``default``,
+    ``required``, ``description``; ``type: file`` is an upload) sent as multipart form data, those
+    ``in: header`` as headers; ``body`` a JSON document or an uploaded file sent as the raw body with
+    the file's content type. ``example`` is a body to start from."""
+
+    kind: FormKind
+    path: str
+    example: Any = None
+    fields: tuple[Mapping[str, Any], ...] = ()
+    method: str = "POST"
+
+
+#: The most values an example tensor holds; a larger one is left for the user to fill in.
+EXAMPLE_SIZE = 256
+
+
+def example_tensor(spec: TensorSpec) -> Any:
+    """Zeros (empty strings for BYTES) in ``spec``'s shape as nested lists, one row per free dimension;
+    None when that would be larger than `EXAMPLE_SIZE` values."""
+    shape = tuple(1 if size < 0 else size for size in spec.shape)
+    if int(np.prod(shape)) > EXAMPLE_SIZE:
+        return None
+    fill: Any = "" if spec.datatype == "BYTES" else (False if spec.datatype == "BOOL" else 0)
+    return np.full(shape, fill, dtype=object).tolist()
 
 
 @dataclass(frozen=True)
@@ -56,3 +95,7 @@ class Dialect(Protocol):
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         """Callables ``add(server)`` registering the dialect's gRPC servicers, beside V2."""
+
+    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+        """How model ``name`` (loaded and ready) is tried over the dialect's own protocol; None for a
+        model tried over V2 only."""

@@ -7,6 +7,8 @@ Served at ``/metrics`` by the server, and at whatever path a dialect's platform 
 from __future__ import annotations
 
 import os
+from collections import defaultdict
+from dataclasses import dataclass
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from starlette.requests import Request
@@ -16,7 +18,7 @@ from starlette.routing import Route
 PATH = "/metrics"
 
 
-def _registry() -> CollectorRegistry:
+def registry() -> CollectorRegistry:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
@@ -25,7 +27,39 @@ def _registry() -> CollectorRegistry:
 
 
 async def endpoint(request: Request) -> Response:
-    return Response(generate_latest(_registry()), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(registry()), media_type=CONTENT_TYPE_LATEST)
+
+
+@dataclass
+class Traffic:
+    """One model's inference requests so far, over every protocol (and every worker)."""
+
+    ok: int = 0
+    error: int = 0
+    seconds: float = 0.0
+
+    @property
+    def mean_ms(self) -> float | None:
+        answered = self.ok + self.error
+        return round(1000 * self.seconds / answered, 3) if answered else None
+
+
+def traffic() -> dict[str, Traffic]:
+    """Requests and time spent by model, read from the metrics `/metrics` exposes (so the numbers are
+    the same as a scrape's)."""
+    found: dict[str, Traffic] = defaultdict(Traffic)
+    for family in registry().collect():
+        for sample in family.samples:
+            model = sample.labels.get("model")
+            if model is None:
+                continue
+            if sample.name == "inferd_requests_total":
+                outcome = sample.labels.get("outcome")
+                if outcome in ("ok", "error"):
+                    setattr(found[model], outcome, getattr(found[model], outcome) + int(sample.value))
+            elif sample.name == "inferd_request_duration_seconds_sum":
+                found[model].seconds += sample.value
+    return dict(found)
 
 
 def routes() -> list[Route]:

@@ -18,9 +18,11 @@ from inferd.dialects import resolve_dialect
 from inferd.dialects.base import Dialect
 from inferd.protocols import prometheus
 from inferd.protocols.v2 import rest as v2_rest
+from inferd.server import ui
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
+from inferd.server.ui.describe import Describer
 
 EXTENSIONS = ("binary_tensor_data", "model_repository")
 
@@ -50,11 +52,14 @@ def build_runtime(settings: Settings) -> Runtime:
 
 def create_app(runtime: Runtime) -> Starlette:
     settings, dataplane = runtime.settings, runtime.dataplane
+    dialect_routes = runtime.dialect.routes(dataplane, settings)
+    describer = Describer(runtime.dialect, dataplane, settings)
     routes = [
         *v2_rest.routes(dataplane),
         *prometheus.routes(),
+        *ui.routes(describer, at_root=not ui.claims_root(dialect_routes)),
         # Last: a dialect may end with a fallback answering unknown paths its own way.
-        *runtime.dialect.routes(dataplane, settings),
+        *dialect_routes,
     ]
     middleware = [
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),

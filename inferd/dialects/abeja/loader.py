@@ -19,7 +19,7 @@ from inferd.core.settings import Settings
 from inferd.dialects.abeja import rest
 from inferd.dialects.abeja.handler import handler_target, looks_like_handler, model_root
 from inferd.dialects.abeja.service import AbejaModel
-from inferd.dialects.base import ServedModel
+from inferd.dialects.base import ServedModel, TryForm
 from inferd.protocols.forms import UploadLimits
 
 logger = logging.getLogger("inferd.abeja")
@@ -71,6 +71,10 @@ class AbejaDialect:
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return []
+
+    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+        """A JSON body or a file (an image, a video) posted to ``/``, as ABEJA's clients send them."""
+        return TryForm("body", "/", {})
 
 
 dialect = AbejaDialect()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
@@ -21,7 +22,7 @@ from inferd.core.model_settings import batch_settings
 from inferd.core.registry import ModelFactory
 from inferd.core.requirements import pip_install
 from inferd.core.settings import Settings
-from inferd.dialects.base import ServedModel
+from inferd.dialects.base import ServedModel, TryForm
 from inferd.dialects.cortex import onnx, rest, tensorflow
 from inferd.dialects.cortex.adapter import CortexModel, OnnxApi, PredictorApi, TensorFlowApi
 from inferd.dialects.cortex.config import ApiConfig, config_path, is_cortex_config, load_config
@@ -70,6 +71,17 @@ def install_requirements(project: Path) -> None:
             logger.error("%s", failure)
 
 
+SAMPLE = "sample.json"
+
+
+def read_sample(path: Path) -> Any:
+    """The JSON of ``path``, or an empty object when there is none that parses."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+
+
 class CortexDialect:
     name = "cortex"
     health_paths: tuple[str, ...] = ("/healthz",)
@@ -100,6 +112,12 @@ class CortexDialect:
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
         return rest.routes(dataplane, self.apis(settings.target))
+
+    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+        """A JSON sample posted to the API's endpoint; the project's ``sample.json`` (Cortex's examples
+        each had one, for ``curl -d @sample.json``) is the one to start from."""
+        api = next(api for api in self.apis(settings.target) if api.name == name)
+        return TryForm("json", api.endpoint, read_sample(api.project_dir / SAMPLE))
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return []

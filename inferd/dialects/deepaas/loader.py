@@ -23,7 +23,7 @@ from inferd.core.errors import ModelLoadError, TargetError
 from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.settings import Settings
-from inferd.dialects.base import EnvironmentTable, ServedModel, settings_from
+from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, settings_from
 from inferd.dialects.deepaas import rest, test_model
 from inferd.dialects.deepaas.model import DeepaasModel
 
@@ -142,6 +142,13 @@ class DeepaasDialect:
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return []
+
+    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+        """The predict route's arguments, as its Swagger document describes them."""
+        model = dataplane.registry.get(name)
+        assert isinstance(model, DeepaasModel)
+        base = settings.base_path.rstrip("/")
+        return TryForm("fields", f"{base}/v2/models/{name}/predict/", fields=model.predict_parameters(base))
 
 
 def _factory(name: str, load: Callable[[], Any], settings: Settings) -> Callable[[], Model]:

@@ -88,6 +88,14 @@ class DeepaasModel(Model):
             name, self.predict_args.fields, self.train_args.fields, self.predict_args.accept, schema
         )
 
+    def predict_parameters(self, base_path: str) -> tuple[dict[str, Any], ...]:
+        """The Swagger parameters of the predict route, as ``/swagger.json`` lists them."""
+        document = swagger.document(
+            [self.swagger(self.entry_name)], version="", base_path=base_path, train=False
+        )
+        operation = document["paths"][f"{base_path}/v2/models/{self.entry_name}/predict/"]["post"]
+        return tuple(operation["parameters"])
+
     def run_predict(self, values: dict[str, Any]) -> Any:
         return self.user.predict(**values)
 

@@ -20,7 +20,7 @@ from inferd.core.importer import import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
 from inferd.core.settings import Settings
-from inferd.dialects.base import ServedModel
+from inferd.dialects.base import ServedModel, TryForm
 
 Found = list[tuple[str, type[Model]]]
 
@@ -80,6 +80,9 @@ class NativeDialect:
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return []
+
+    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+        return None  # V2 is the native protocol
 
 
 def _factory(cls: type[Model], settings: Settings, name: str) -> Any:

@@ -22,7 +22,7 @@ from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
 from inferd.core.settings import Settings
-from inferd.dialects.base import EnvironmentTable, ServedModel, settings_from
+from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, example_tensor, settings_from
 from inferd.dialects.seldon import grpc, rest
 from inferd.dialects.seldon.component import SeldonModel
 from inferd.dialects.seldon.user_model import install_aliases
@@ -172,6 +172,13 @@ class SeldonDialect:
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return [grpc.registrar(dataplane, served_name(settings))]
+
+    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+        """A Seldon message on the external predictions route; its ndarray has the declared input's
+        shape when the component's metadata gives one."""
+        inputs = dataplane.model_metadata(name).inputs
+        rows = example_tensor(inputs[0]) if len(inputs) == 1 else None
+        return TryForm("json", "/api/v1.0/predictions", {"data": {"ndarray": rows or [[1.0, 2.0]]}})
 
 
 dialect = SeldonDialect()

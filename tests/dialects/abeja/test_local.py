@@ -15,7 +15,7 @@ from PIL import Image
 
 from tests.dialects.abeja.conftest import LEGACY, RUNTIME
 from tests.dialects.abeja.media_files import image_bytes, video_bytes
-from tests.servers import inferd_command
+from tests.servers import inferd_command, with_this_tree
 
 ENDPOINT = re.compile(r"Endpoint : (http://localhost:\d+)\n")
 
@@ -26,7 +26,11 @@ def inferd(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subproce
         key: value for key, value in os.environ.items() if key not in ("PYTHONUNBUFFERED", "HANDLER")
     }
     return subprocess.run(
-        inferd_command(*args), capture_output=True, cwd=cwd, env={**inherited, **(env or {})}, timeout=120
+        inferd_command(*args),
+        capture_output=True,
+        cwd=cwd,
+        env=with_this_tree({**inherited, **(env or {})}),
+        timeout=120,
     )
 
 
@@ -130,9 +134,11 @@ def test_batch_run_writes_one_answer_per_input(tmp_path: Path) -> None:
 
 def test_batch_run_from_the_input_variable(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    done = inferd(LEGACY, "run", "-h", "main:handler", "--output", str(out), "-q", env={"INPUT": '{"k": 2}'})
+    args = ("-h", "main:handler", "--output", str(out), "-q", "--json")
+    done = inferd(LEGACY, "run", *args, env={"INPUT": '{"k": 2}'})
     assert done.returncode == 0, done.stderr
     assert json.loads((out / "input.json").read_bytes()) == {"echo": {"k": 2}}
+    assert json.loads(done.stdout) == {"inputs": 1, "written": 1, "failed": 0, "output": str(out)}
     datalake = {"INPUT": '{"$datalake:1": "1234/5678"}'}
     done = inferd(LEGACY, "run", "-h", "main:handler", "--output", str(out), env=datalake)
     assert done.returncode == 1
