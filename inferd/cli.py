@@ -17,11 +17,12 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from inferd import __version__
-from inferd.core.errors import InferdError, ListenError, ModelLoadError, TargetError
+from inferd.core.errors import EngineError, InferdError, ListenError, ModelLoadError, TargetError
 from inferd.core.importer import split_target
 from inferd.core.settings import Settings
 from inferd.dialects import resolve_dialect
 from inferd.engines import local
+from inferd.engines import ray as ray_engine
 from inferd.engines.supervisor import Supervisor
 from inferd.protocols.status import error_message
 from inferd.protocols.v2.http_codec import decode_request, encode_response
@@ -164,8 +165,24 @@ def serve(
     model_settings: Annotated[
         Path | None, typer.Option(help="YAML/JSON file of per-model settings (batching).")
     ] = None,
+    engine: Annotated[
+        str | None, typer.Option(help="local (this machine) or ray (Ray Serve replicas) [default: local].")
+    ] = None,
+    replicas: Annotated[int | None, typer.Option(help="Ray Serve replicas [default: 1].")] = None,
+    autoscale: Annotated[
+        str | None, typer.Option(help="MIN:MAX Ray Serve replicas, scaled by load (replaces --replicas).")
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="A Ray cluster to deploy to [default: a local Ray of its own].")
+    ] = None,
+    ray_haproxy: Annotated[
+        bool | None, typer.Option("--ray-haproxy", help="Ray Serve's HAProxy ingress (Ray 2.55+).")
+    ] = None,
+    ray_num_cpus: Annotated[
+        float | None, typer.Option(help="CPUs each Ray replica reserves, fractions allowed [default: 1].")
+    ] = None,
 ) -> None:
-    """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
+    """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C (over HTTP only on Ray Serve)."""
     if not target and os.environ.get("HANDLER"):
         target, dialect = os.environ["HANDLER"], dialect or "abeja"
     if not target and os.environ.get("MODEL_NAME"):  # a Seldon s2i image
@@ -203,18 +220,26 @@ def serve(
         max_batch_size=max_batch_size,
         max_batch_time_ms=max_batch_time_ms,
         model_settings=model_settings.resolve() if model_settings else None,
+        engine=engine,
+        replicas=replicas,
+        autoscale=autoscale,
+        ray_address=ray_address,
+        ray_haproxy=ray_haproxy,
+        ray_num_cpus=ray_num_cpus,
     )
     configure_logging(settings.log_level)
     settings = _with_platform_environment(settings)
     runtime = _runtime_or_exit(settings)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
-        if settings.workers > 1:
+        if settings.engine == "ray":
+            code = ray_engine.run(settings, local.print_ready, tuple(runtime.registry.names()))
+        elif settings.workers > 1:
             code = Supervisor(settings, local.print_ready).run()
         else:
             local.run(local.serve(settings, local.print_ready, runtime=runtime))
             code = 0
-    except (ModelLoadError, ListenError) as exc:
+    except (ModelLoadError, ListenError, EngineError) as exc:
         _fail(exc.message, code=1)
     raise typer.Exit(code)
 

@@ -52,3 +52,8 @@ class ListenError(InferdError):
 
 class TargetError(InferdError):
     """A serve target could not be resolved to models (unknown file, module or dialect)."""
+
+
+class EngineError(InferdError):
+    """The chosen engine cannot run the server (a missing optional dependency, an unreachable
+    cluster, a deployment its platform refused)."""
