@@ -135,8 +135,11 @@ def application(settings: Settings, workdir: str | None = None) -> Application:
 
 def app_builder(args: dict[str, Any]) -> Application:
     """Ray Serve's application builder for config files and KubeRay (``import_path:
-    inferd.engines.ray:app_builder``): ``args`` are inferd settings by field name."""
-    return application(Settings(**args))
+    inferd.engines.ray:app_builder``): ``args`` are inferd settings by field name, and ``workdir``
+    the folder the replicas work in."""
+    fields = dict(args)
+    workdir = fields.pop("workdir", None)
+    return application(Settings(**fields), workdir)
 
 
 @contextlib.contextmanager
