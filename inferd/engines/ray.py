@@ -60,11 +60,13 @@ def _serve() -> Any:
 
 def deployment_options(settings: Settings) -> dict[str, Any]:
     """Ray Serve deployment options from inferd's settings: replicas or autoscaling, the per-replica
-    concurrency limit, the CPUs each replica reserves and the graceful shutdown time."""
+    concurrency limit, the CPUs each replica reserves, the graceful shutdown time, and Ray's own
+    replica log (its access log only with ``access_log``: a line per request costs throughput)."""
     options: dict[str, Any] = {
         "max_ongoing_requests": settings.ray_max_ongoing_requests,
         "ray_actor_options": {"num_cpus": settings.ray_num_cpus},
         "graceful_shutdown_timeout_s": settings.graceful_timeout,
+        "logging_config": {"log_level": settings.log_level.upper(), "enable_access_log": settings.access_log},
     }
     if settings.autoscale is None:
         options["num_replicas"] = settings.replicas
