@@ -82,17 +82,27 @@ def deployment_options(settings: Settings) -> dict[str, Any]:
 
 
 class ReplicaApp:
-    """The replica's app, naming the replica in every response (``x-inferd-replica``) and leaving the
-    request id header to Ray's proxy, which adds it."""
+    """The replica's app, naming the replica in every response (``x-inferd-replica``), leaving the
+    request id header to Ray's proxy, which adds it, and telling a client's departure the ASGI way:
+    Ray cancels the body's transfer, and the app receives ``http.disconnect``."""
 
     def __init__(self, app: ASGIApp, replica: str) -> None:
+        from ray.exceptions import TaskCancelledError
+
         self.app = app
         self.replica = replica.encode()
+        self.cancelled = TaskCancelledError
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+
+        async def receive_or_disconnect() -> Message:
+            try:
+                return await receive()
+            except self.cancelled:
+                return {"type": "http.disconnect"}
 
         async def send_named(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -100,7 +110,7 @@ class ReplicaApp:
                 message["headers"] = [*headers, (REPLICA_HEADER, self.replica)]
             await send(message)
 
-        await self.app(scope, receive, send_named)
+        await self.app(scope, receive_or_disconnect, send_named)
 
 
 def _app_builder(fields: dict[str, Any], workdir: str | None) -> Callable[[], ASGIApp]:
@@ -247,9 +257,10 @@ def run(settings: Settings, on_ready: OnReady, models: tuple[str, ...]) -> int:
             stop.wait()
             logger.info("stopping the Ray Serve application")
         finally:
-            serve.delete(APP_NAME)
             if own:
-                serve.shutdown()
+                serve.shutdown()  # the application with it
+            else:
+                serve.delete(APP_NAME)
     logger.info("server stopped")
     return 0
 
