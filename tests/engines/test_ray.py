@@ -17,13 +17,14 @@ from tests.servers import ROOT, RunningServer, serve
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
 
+#: scikit-learn is imported in load(): the command imports the class (to name the model) but only the
+#: replicas load it, and importing it there too would cost the 60 s budget seconds.
 IRIS_COMPONENT = """
-from sklearn.datasets import load_iris
-from sklearn.linear_model import LogisticRegression
-
-
 class IrisModel:
     def load(self):
+        from sklearn.datasets import load_iris
+        from sklearn.linear_model import LogisticRegression
+
         features, labels = load_iris(return_X_y=True)
         self.clf = LogisticRegression(max_iter=1000).fit(features, labels)
 
