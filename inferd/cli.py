@@ -18,12 +18,15 @@ from rich.progress import Progress
 from rich.table import Table
 
 from inferd import __version__
-from inferd.core.errors import InferdError, ListenError, ModelLoadError, TargetError
+from inferd.core.errors import EngineError, InferdError, ListenError, ModelLoadError, TargetError
 from inferd.core.importer import split_target
 from inferd.core.project import project_settings
 from inferd.core.settings import Settings
+from inferd.deploy import docker, k8s
+from inferd.deploy.project import Project, project_of
 from inferd.dialects import resolve_dialect
 from inferd.engines import local
+from inferd.engines import ray as ray_engine
 from inferd.engines.supervisor import Supervisor
 from inferd.protocols.status import error_message
 from inferd.protocols.v2.http_codec import decode_request, encode_response
@@ -42,6 +45,8 @@ app = typer.Typer(
     add_completion=False,
 )
 errors = Console(stderr=True)
+export_app = typer.Typer(help="Write deployment files for a model project.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
 
 USAGE_ERROR = 2
 ArgOption = Annotated[
@@ -185,8 +190,24 @@ def serve(
             help="Require 'Authorization: Bearer TOKEN' (repeatable); INFERD_AUTH_TOKENS keeps it out of ps."
         ),
     ] = None,
+    engine: Annotated[
+        str | None, typer.Option(help="local (this machine) or ray (Ray Serve replicas) [default: local].")
+    ] = None,
+    replicas: Annotated[int | None, typer.Option(help="Ray Serve replicas [default: 1].")] = None,
+    autoscale: Annotated[
+        str | None, typer.Option(help="MIN:MAX Ray Serve replicas, scaled by load (replaces --replicas).")
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(help="A Ray cluster to deploy to [default: a local Ray of its own].")
+    ] = None,
+    ray_haproxy: Annotated[
+        bool | None, typer.Option("--ray-haproxy", help="Ray Serve's HAProxy ingress (Ray 2.55+).")
+    ] = None,
+    ray_num_cpus: Annotated[
+        float | None, typer.Option(help="CPUs each Ray replica reserves, fractions allowed [default: 1].")
+    ] = None,
 ) -> None:
-    """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C."""
+    """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C (over HTTP only on Ray Serve)."""
     if not target and os.environ.get("HANDLER"):
         target, dialect = os.environ["HANDLER"], dialect or "abeja"
     if not target and os.environ.get("MODEL_NAME"):  # a Seldon s2i image
@@ -230,18 +251,26 @@ def serve(
         max_batch_time_ms=max_batch_time_ms,
         model_settings=model_settings.resolve() if model_settings else None,
         auth_tokens=auth_token or None,
+        engine=engine,
+        replicas=replicas,
+        autoscale=autoscale,
+        ray_address=ray_address,
+        ray_haproxy=ray_haproxy,
+        ray_num_cpus=ray_num_cpus,
     )
     configure_logging(settings.log_level)
     settings = _with_platform_environment(settings)
     runtime = _runtime_or_exit(settings)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
-        if settings.workers > 1 or settings.isolate:
+        if settings.engine == "ray":
+            code = ray_engine.run(settings, local.print_ready, tuple(runtime.registry.names()))
+        elif settings.workers > 1 or settings.isolate:
             code = Supervisor(settings, local.print_ready).run()
         else:
             local.run(local.serve(settings, local.print_ready, runtime=runtime))
             code = 0
-    except (ModelLoadError, ListenError) as exc:
+    except (ModelLoadError, ListenError, EngineError) as exc:
         _fail(exc.message, code=1)
     raise typer.Exit(code)
 
@@ -650,6 +679,92 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         _fail(f"cannot read input {path}: {exc.strerror}")
+
+
+# --- packaging and deployment files ---------------------------------------------------------------
+
+ProjectTarget = Annotated[
+    str, typer.Argument(help="What `inferd serve` serves: a file, folder, module:Class or handler.")
+]
+NameOption = Annotated[str | None, typer.Option(help="Serve the model under this name (names resources).")]
+
+
+def _project(target: str, **given: Any) -> tuple[Project, Settings]:
+    """The project folder of ``target`` and the settings given on the command line."""
+    return project_of(target), _settings(**given)
+
+
+@export_app.command("k8s")
+def export_k8s(
+    target: ProjectTarget,
+    kind: Annotated[
+        str, typer.Option("--target", help="deployment (+ Service + HPA), kserve or rayservice.")
+    ] = "deployment",
+    image: Annotated[str | None, typer.Option(help="The project's image [default: NAME:latest].")] = None,
+    name: NameOption = None,
+    dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
+    replicas: Annotated[int | None, typer.Option(help="Replicas [default: 1].")] = None,
+    autoscale: Annotated[str | None, typer.Option(help="MIN:MAX replicas, scaled by load.")] = None,
+    ray_haproxy: Annotated[
+        bool | None, typer.Option("--ray-haproxy", help="rayservice: Ray Serve's HAProxy ingress.")
+    ] = None,
+    max_batch_size: Annotated[int | None, typer.Option(help="Adaptive batching, as for serve.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file [default: stdout].")
+    ] = None,
+) -> None:
+    """Print (or write) Kubernetes manifests serving TARGET from its image, for `kubectl apply -f`."""
+    if kind not in k8s.KINDS:
+        _fail(f"unknown --target {kind!r}: choose one of {', '.join(k8s.KINDS)}")
+    project, settings = _project(
+        target,
+        name=name,
+        dialect=dialect,
+        replicas=replicas,
+        autoscale=autoscale,
+        ray_haproxy=ray_haproxy,
+        max_batch_size=max_batch_size,
+    )
+    text = k8s.to_yaml(k8s.manifests(kind, project, settings, image or f"{project.name}:latest"))
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.write_text(text)
+    errors.print(f"wrote {output}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def build(
+    target: ProjectTarget,
+    name: NameOption = None,
+    dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
+    engine: Annotated[str | None, typer.Option(help="ray: an image for a RayService.")] = None,
+    extra: Annotated[
+        list[str] | None, typer.Option(help="Another extra of inferd to install (repeatable).")
+    ] = None,
+    inferd_spec: Annotated[
+        str | None,
+        typer.Option(help="What pip installs for inferd (a wheel, a URL) [default: this version]."),
+    ] = None,
+    base: Annotated[
+        str | None, typer.Option(help="The base image [default: python:X.Y-slim of this Python].")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing Dockerfile.")] = False,
+) -> None:
+    """Write a Dockerfile and a .dockerignore into TARGET's project folder, for `docker build`."""
+    project, settings = _project(target, name=name, dialect=dialect, engine=engine)
+    files = docker.image_files(project, settings, extra or [], inferd_spec, base)
+    dockerfile = project.folder / docker.DOCKERFILE
+    if dockerfile.exists() and not force:
+        _fail(f"{dockerfile} exists: pass --force to replace it")
+    dockerfile.write_text(files.dockerfile)
+    (project.folder / docker.DOCKERIGNORE).write_text(files.dockerignore)
+    command = f"docker build -t {project.name} {project.folder}"
+    errors.print(
+        f"wrote {dockerfile} and {docker.DOCKERIGNORE}; build with: {command}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def main() -> None:

@@ -73,3 +73,8 @@ class TargetError(InferdError):
 
 class Unavailable(RetryLater):
     """Something the model relies on (a remote node of a graph) cannot be reached; retry later."""
+
+
+class EngineError(InferdError):
+    """The chosen engine cannot run the server (a missing optional dependency, an unreachable
+    cluster, a deployment its platform refused)."""

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+Engine = Literal["local", "ray"]
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
 
@@ -222,6 +223,37 @@ class Settings(BaseSettings):
     """A YAML or JSON file mapping model names to their settings (``max_batch_size``,
     ``max_batch_time_ms``, ``max_queue_size``, ``max_concurrency``)."""
 
+    engine: Engine = "local"
+    """What runs the server: ``local`` (this machine: one process, or ``workers`` of them) or ``ray``
+    (Ray Serve replicas on a local Ray started for the purpose or on the cluster at ``ray_address``)."""
+
+    replicas: int = Field(1, ge=1)
+    """Copies of the server behind one address when scaled out: Ray Serve replicas, Kubernetes pods.
+    Ignored when ``autoscale`` is set."""
+
+    autoscale: str | None = Field(None, pattern=r"^\d+:\d+$")
+    """``MIN:MAX`` replicas, scaled by load: Ray Serve's autoscaler on the ongoing requests per
+    replica, a HorizontalPodAutoscaler on CPU in Kubernetes. Replaces ``replicas``."""
+
+    ray_address: str | None = None
+    """The Ray cluster to deploy to (``ray://host:10001`` or ``host:6379``); unset starts a local Ray
+    for the server's lifetime, which joins no other cluster."""
+
+    ray_haproxy: bool = False
+    """Ray Serve's HAProxy ingress (``RAY_SERVE_ENABLE_HA_PROXY=1``, Ray 2.55 or later) instead of its
+    Python proxy, for the local Ray inferd starts and in exported RayService manifests."""
+
+    ray_num_cpus: float = Field(1.0, gt=0)
+    """CPUs each Ray replica reserves; fractions let several replicas share a core (0.5 fits two
+    replicas per core)."""
+
+    ray_max_ongoing_requests: int = Field(256, ge=1)
+    """Requests one Ray replica takes at once (Ray's own default, 5, starves an async server); more
+    wait in Ray's proxy. inferd's batching, if on, still forms batches inside each replica."""
+
+    ray_target_ongoing_requests: float = Field(64.0, gt=0)
+    """With ``autoscale`` on Ray: the ongoing requests per replica the autoscaler aims for."""
+
     @field_validator("auth_tokens", mode="before")
     @classmethod
     def _split_tokens(cls, value: Any) -> Any:
@@ -240,3 +272,19 @@ class Settings(BaseSettings):
         if self.request_timeout is not None:
             self.predict_in_thread = True
         return self
+
+    @model_validator(mode="after")
+    def _autoscale_range(self) -> Settings:
+        if self.autoscale is not None:
+            low, high = self.autoscale_range
+            if high < 1 or low > high:
+                raise ValueError(f"autoscale {self.autoscale!r}: MIN:MAX needs MAX >= 1 and MIN <= MAX")
+        return self
+
+    @property
+    def autoscale_range(self) -> tuple[int, int]:
+        """``autoscale`` as (min, max); (replicas, replicas) when it is unset."""
+        if self.autoscale is None:
+            return self.replicas, self.replicas
+        low, high = self.autoscale.split(":")
+        return int(low), int(high)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.types import Lifespan
 
 from inferd import __version__
 from inferd.core.dataplane import DataPlane
@@ -50,7 +53,9 @@ def build_runtime(settings: Settings) -> Runtime:
     return Runtime(settings, dialect, registry, dataplane)
 
 
-def create_app(runtime: Runtime) -> Starlette:
+def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
+    """The ASGI app of one process. The local engine loads the models before it serves; hosts that
+    only run ASGI apps (Ray Serve replicas) pass ``models_lifespan`` to load them on startup."""
     settings, dataplane = runtime.settings, runtime.dataplane
     dialect_routes = runtime.dialect.routes(dataplane, settings)
     describer = Describer(runtime.dialect, dataplane, settings)
@@ -65,7 +70,23 @@ def create_app(runtime: Runtime) -> Starlette:
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),
         *_authentication(runtime),
     ]
-    return Starlette(routes=routes, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
+    return Starlette(
+        routes=routes, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan
+    )
+
+
+def models_lifespan(runtime: Runtime) -> Lifespan[Starlette]:
+    """An ASGI lifespan that loads the runtime's models on startup and unloads them on shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await runtime.registry.load_all()
+        try:
+            yield
+        finally:
+            await runtime.registry.unload_all()
+
+    return lifespan
 
 
 def _authentication(runtime: Runtime) -> list[Middleware]:

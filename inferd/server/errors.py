@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from inferd.core.errors import InferdError
@@ -33,6 +33,13 @@ async def handle_http_exception(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
+async def handle_disconnect(request: Request, exc: Exception) -> Response:
+    """The client left while its body was read: no one reads an answer, and it is no server error.
+    499 is the status proxies log for it ("client closed request")."""
+    logger.debug("client left during %s %s", request.method, request.url.path)
+    return Response(status_code=499)
+
+
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
     logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(exc)
@@ -41,5 +48,6 @@ async def handle_unexpected(request: Request, exc: Exception) -> Response:
 EXCEPTION_HANDLERS = {
     InferdError: handle_inferd_error,
     HTTPException: handle_http_exception,
+    ClientDisconnect: handle_disconnect,
     Exception: handle_unexpected,
 }

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 import time
 
 import httpx
 
 from tests.conftest import IRIS, TEST_MODELS
-from tests.servers import serve
+from tests.servers import ROOT, RunningServer, serve
 
 SLOW = str(TEST_MODELS / "native.py")
 
@@ -80,3 +81,22 @@ def test_no_access_log_by_default(iris_server: object) -> None:
     httpx.get(f"{iris_server.http_url}/v2")
     time.sleep(0.2)
     assert not any("inferd.access" in line for line in iris_server.stderr_lines)
+
+
+REQUEST = ROOT / "examples" / "iris" / "request.json"
+
+
+def test_a_client_leaving_mid_body_is_no_server_error(iris_server: RunningServer) -> None:
+    """A client that closes its connection while its body is read gets no error logged (its 499
+    reaches no one), and the server keeps serving."""
+    host, port = iris_server.http_address.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        head = f"POST /v2/models/iris/infer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        sock.sendall(f"{head}Content-Length: 1000\r\n\r\n".encode() + b'{"inputs": [')
+        time.sleep(0.3)  # the handler is waiting for the rest of the body
+    time.sleep(0.3)
+    answer = httpx.post(
+        f"{iris_server.http_url}/v2/models/iris/infer", content=REQUEST.read_bytes(), timeout=30
+    )
+    assert answer.status_code == 200
+    assert "unhandled error" not in iris_server.log

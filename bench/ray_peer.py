@@ -1,0 +1,87 @@
+"""Ray Serve's own idiomatic deployment of the iris model, the peer of bench/ray_serve.py.
+
+A ``@serve.deployment`` class whose ``__call__`` takes the Starlette request, parses the V2 JSON body,
+runs the example's own ``Iris.predict`` (the same code and ``model.joblib`` as inferd) and returns a
+dict, which Ray Serve encodes as JSON: the way Ray Serve's guides serve a scikit-learn model. It gets
+the same Ray knobs as inferd's deployment (replicas, CPUs per replica, ``max_ongoing_requests``, no
+access log) on a local Ray of its own, and serves ``POST /v2/models/iris/infer`` until SIGTERM.
+
+    python bench/ray_peer.py PORT REPLICAS NUM_CPUS MAX_ONGOING_REQUESTS
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "iris" / "model.py"
+ROUTE = "/v2/models/iris/infer"
+
+
+def load_example() -> Any:
+    """The example's own ``Iris``, loaded (in a replica: the example folder goes on its path)."""
+    sys.path.insert(0, str(EXAMPLE.parent))
+    from model import Iris
+
+    model = Iris()
+    model.load()
+    return model
+
+
+def v2_tensor(name: str, array: Any) -> dict[str, Any]:
+    datatype = {"int64": "INT64", "float32": "FP32"}[str(array.dtype)]
+    return {"name": name, "datatype": datatype, "shape": list(array.shape), "data": array.ravel().tolist()}
+
+
+def main() -> None:
+    port, replicas, num_cpus, max_ongoing = (
+        int(sys.argv[1]),
+        int(sys.argv[2]),
+        float(sys.argv[3]),
+        int(sys.argv[4]),
+    )
+    os.environ.update(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    import numpy as np
+    import ray
+    from ray import serve
+    from starlette.requests import Request
+
+    @serve.deployment(
+        num_replicas=replicas,
+        max_ongoing_requests=max_ongoing,
+        ray_actor_options={"num_cpus": num_cpus},
+        logging_config={"enable_access_log": False},  # as inferd's deployment, whose access log is off
+    )
+    class Iris:
+        def __init__(self) -> None:
+            self.model = load_example()
+
+        async def __call__(self, request: Request) -> dict[str, Any]:
+            tensor = (await request.json())["inputs"][0]
+            features = np.asarray(tensor["data"], dtype=np.float32).reshape(tensor["shape"])
+            outputs = self.model.predict({"input-0": features})
+            return {
+                "model_name": "iris",
+                "outputs": [v2_tensor(name, array) for name, array in outputs.items()],
+            }
+
+    with tempfile.TemporaryDirectory(prefix="ray-peer-") as temp_dir:
+        ray.init(address="local", include_dashboard=False, _temp_dir=temp_dir, logging_level="warning")
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        serve.run(Iris.bind(), name="iris", route_prefix=ROUTE)
+        print(f"ray-serve ready: http://127.0.0.1:{port}", flush=True)
+        stop.wait()
+        serve.shutdown()
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

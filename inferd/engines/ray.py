@@ -1,0 +1,273 @@
+"""Ray Serve as the engine: the same inferd app on every replica, replicated and scaled by Ray.
+
+Only Ray's public API is used: a deployment class wrapped by ``serve.ingress`` with a builder that
+runs ``build_runtime`` and ``create_app`` inside each replica, so the models load in the replicas
+(never in the driver) and nothing but the settings travels to them. V2 REST and the dialect's
+routes are served by Ray's HTTP proxy; inferd's batching, if on, forms batches inside each replica.
+
+Ray is an optional extra (``inferd[ray]``): it is imported only when this engine runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import inferd
+from inferd.core.errors import EngineError
+from inferd.core.importer import add_to_path
+from inferd.core.settings import Settings
+from inferd.engines.local import Endpoints, OnReady
+from inferd.engines.sockets import bind_http, port_of
+from inferd.server.app import build_runtime, create_app, models_lifespan
+from inferd.server.logging import configure_logging, log_format
+
+if TYPE_CHECKING:
+    from ray.serve import Application
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger("inferd.engine")
+
+APP_NAME = "inferd"
+DEPLOYMENT = "inferd"
+#: The response header naming the replica that answered.
+REPLICA_HEADER = b"x-inferd-replica"
+#: Ray's proxy echoes the request id itself; the replica's copy would repeat the header.
+REQUEST_ID_HEADER = b"x-request-id"
+#: Variables of the local Ray inferd starts: no usage report leaves the machine, and on macOS and
+#: Windows Ray stays a single loopback node.
+LOCAL_RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+HAPROXY_VARIABLE = "RAY_SERVE_ENABLE_HA_PROXY"
+RAY_MISSING = "the ray engine needs Ray Serve: pip install 'inferd[ray]'"
+
+
+def _serve() -> Any:
+    try:
+        from ray import serve
+    except ImportError:
+        raise EngineError(RAY_MISSING) from None
+    return serve
+
+
+def deployment_options(settings: Settings) -> dict[str, Any]:
+    """Ray Serve deployment options from inferd's settings: replicas or autoscaling, the per-replica
+    concurrency limit, the CPUs each replica reserves, the graceful shutdown time, and Ray's own
+    replica log (its access log only with ``access_log``: a line per request costs throughput)."""
+    options: dict[str, Any] = {
+        "max_ongoing_requests": settings.ray_max_ongoing_requests,
+        "ray_actor_options": {"num_cpus": settings.ray_num_cpus},
+        "graceful_shutdown_timeout_s": settings.graceful_timeout,
+        "logging_config": {"log_level": settings.log_level.upper(), "enable_access_log": settings.access_log},
+    }
+    if settings.autoscale is None:
+        options["num_replicas"] = settings.replicas
+    else:
+        low, high = settings.autoscale_range
+        options["autoscaling_config"] = {
+            "min_replicas": low,
+            "initial_replicas": max(low, 1),
+            "max_replicas": high,
+            "target_ongoing_requests": settings.ray_target_ongoing_requests,
+        }
+    return options
+
+
+class ReplicaApp:
+    """The replica's app, naming the replica in every response (``x-inferd-replica``), leaving the
+    request id header to Ray's proxy, which adds it, and telling a client's departure the ASGI way:
+    Ray cancels the body's transfer, and the app receives ``http.disconnect``."""
+
+    def __init__(self, app: ASGIApp, replica: str) -> None:
+        from ray.exceptions import TaskCancelledError
+
+        self.app = app
+        self.replica = replica.encode()
+        self.cancelled = TaskCancelledError
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def receive_or_disconnect() -> Message:
+            try:
+                return await receive()
+            except self.cancelled:
+                return {"type": "http.disconnect"}
+
+        async def send_named(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [item for item in message.get("headers", ()) if item[0] != REQUEST_ID_HEADER]
+                message["headers"] = [*headers, (REPLICA_HEADER, self.replica)]
+            await send(message)
+
+        await self.app(scope, receive_or_disconnect, send_named)
+
+
+def _app_builder(fields: dict[str, Any], workdir: str | None) -> Callable[[], ASGIApp]:
+    """What ``serve.ingress`` runs in each replica: inferd's app, its models loaded on startup. On a
+    local Ray, the replica works in ``workdir`` (the command's), so targets naming a module of the
+    working directory (``MyModel``) and relative paths resolve as they do without Ray."""
+
+    def build() -> ASGIApp:
+        if workdir is not None:
+            os.chdir(workdir)
+            add_to_path(Path(workdir))
+        settings = Settings(**fields)
+        configure_logging(settings.log_level, log_format(settings))
+        runtime = build_runtime(settings)
+        replica = _serve().get_replica_context().replica_id.unique_id
+        return ReplicaApp(create_app(runtime, models_lifespan(runtime)), replica)
+
+    return build
+
+
+def application(settings: Settings, workdir: str | None = None) -> Application:
+    """The inferd app as a Ray Serve application: one deployment, ``deployment_options`` applied;
+    ``workdir``: where the replicas work (as for ``_app_builder``)."""
+    serve = _serve()
+
+    class InferdReplica:
+        """One copy of the inferd server; its ASGI app is built by ``serve.ingress`` on start."""
+
+    ingress = serve.ingress(_app_builder(settings.model_dump(), workdir))(InferdReplica)
+    deployment = serve.deployment(ingress, name=DEPLOYMENT, **deployment_options(settings))
+    bound: Application = deployment.bind()
+    return bound
+
+
+def app_builder(args: dict[str, Any]) -> Application:
+    """Ray Serve's application builder for config files and KubeRay (``import_path:
+    inferd.engines.ray:app_builder``): ``args`` are inferd settings by field name, and ``workdir``
+    the folder the replicas work in."""
+    fields = dict(args)
+    workdir = fields.pop("workdir", None)
+    return application(Settings(**fields), workdir)
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in os.environ while a local Ray starts (its processes inherit them), then restored."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _local_environment(settings: Settings) -> dict[str, str]:
+    """The local Ray's variables; PYTHONPATH leads its workers to the inferd this process runs."""
+    here = str(Path(inferd.__file__).resolve().parent.parent)
+    paths = [here, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    values = {**LOCAL_RAY_ENVIRONMENT, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+    if settings.ray_haproxy:
+        values[HAPROXY_VARIABLE] = "1"
+    return values
+
+
+@contextlib.contextmanager
+def ray_cluster(settings: Settings) -> Iterator[bool]:
+    """Connected to ``ray_address``, or to a local Ray of our own (``address="local"``: never a
+    stray cluster found on the machine) with its own temporary directory, on loopback, without
+    dashboard; yields whether the cluster is our own. Disconnects (and stops our own) on exit."""
+    if settings.ray_address:
+        import ray
+
+        if settings.ray_haproxy:
+            logger.warning(
+                "--ray-haproxy applies to a local Ray: start the cluster with %s=1", HAPROXY_VARIABLE
+            )
+        _connect(lambda: ray.init(address=settings.ray_address, logging_level=logging.WARNING))
+        try:
+            yield False
+        finally:
+            ray.shutdown()
+        return
+    temp_dir = tempfile.mkdtemp(prefix="inferd-ray-")
+    try:
+        with _environment(_local_environment(settings)):
+            import ray  # after the variables: Ray reads some of them on import
+
+            _connect(
+                lambda: ray.init(
+                    address="local",
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    _temp_dir=temp_dir,
+                    logging_level=logging.WARNING,
+                )
+            )
+        try:
+            yield True
+        finally:
+            ray.shutdown()
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _connect(init: Callable[[], object]) -> None:
+    try:
+        init()
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise EngineError(f"cannot start or reach Ray: {exc}") from None
+
+
+def _http_port(settings: Settings) -> int:
+    """The proxy's port; 0 asks for a free one, which Ray cannot report back, so it is chosen here."""
+    if settings.port:
+        return settings.port
+    sock = bind_http(settings.host, 0)
+    with sock:
+        return port_of(sock)
+
+
+def run(settings: Settings, on_ready: OnReady, models: tuple[str, ...]) -> int:
+    """Deploy the app on Ray Serve, announce it, and keep it until SIGTERM or Ctrl+C; then delete
+    it (and stop the local Ray). ``models`` are the names the ready line reports."""
+    if importlib.util.find_spec("ray") is None:
+        raise EngineError(RAY_MISSING)
+    port = _http_port(settings)
+    with ray_cluster(settings) as own:
+        from ray import serve
+        from ray.serve.exceptions import RayServeException
+
+        stop = _stop_event()  # after ray.init, which installs a SIGTERM handler of its own
+        serve.start(http_options={"host": settings.host, "port": port})
+        app = application(settings, os.getcwd() if own else None)
+        try:
+            try:
+                serve.run(app, name=APP_NAME, route_prefix="/")
+            except (RuntimeError, RayServeException) as exc:
+                raise EngineError(f"the Ray Serve deployment failed: {exc}") from None
+            on_ready(Endpoints(settings.host, port, None, models))
+            stop.wait()
+            logger.info("stopping the Ray Serve application")
+        finally:
+            if own:
+                serve.shutdown()  # the application with it
+            else:
+                serve.delete(APP_NAME)
+    logger.info("server stopped")
+    return 0
+
+
+def _stop_event() -> threading.Event:
+    """Set by the first SIGTERM or Ctrl+C."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
