@@ -689,7 +689,7 @@ ProjectTarget = Annotated[
 NameOption = Annotated[str | None, typer.Option(help="Serve the model under this name (names resources).")]
 
 
-def _project(target: str, **given: Any) -> tuple[Project, Settings]:
+def _deployment(target: str, **given: Any) -> tuple[Project, Settings]:
     """The project folder of ``target`` and the settings given on the command line."""
     return project_of(target), _settings(**given)
 
@@ -716,7 +716,7 @@ def export_k8s(
     """Print (or write) Kubernetes manifests serving TARGET from its image, for `kubectl apply -f`."""
     if kind not in k8s.KINDS:
         _fail(f"unknown --target {kind!r}: choose one of {', '.join(k8s.KINDS)}")
-    project, settings = _project(
+    project, settings = _deployment(
         target,
         name=name,
         dialect=dialect,
@@ -752,7 +752,7 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing Dockerfile.")] = False,
 ) -> None:
     """Write a Dockerfile and a .dockerignore into TARGET's project folder, for `docker build`."""
-    project, settings = _project(target, name=name, dialect=dialect, engine=engine)
+    project, settings = _deployment(target, name=name, dialect=dialect, engine=engine)
     files = docker.image_files(project, settings, extra or [], inferd_spec, base)
     dockerfile = project.folder / docker.DOCKERFILE
     if dockerfile.exists() and not force:
