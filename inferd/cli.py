@@ -14,7 +14,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from inferd import __version__
@@ -385,11 +385,47 @@ def train(
     dialect: Annotated[str, typer.Option(help="Only deepaas trains.")] = "deepaas",
     arg: ArgOption = None,
     file: FileOption = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Start the training on this running server instead.")
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", help="With --url: show the job until it ends; exit 1 unless done.")
+    ] = False,
 ) -> None:
-    """Train a DEEPaaS model once in this process, like `deepaas-cli train`, and print the record."""
+    """Train a DEEPaaS model once in this process, like `deepaas-cli train`, and print the record; or,
+    with --url, start a training job on a running server and print (or --follow) its record."""
     if dialect != "deepaas":
         _fail("only DEEPaaS models train: pass --dialect deepaas")
-    _deepaas_call("train", target, arg or [], file or [])
+    if url is None:
+        if follow:
+            _fail("--follow needs --url: a training in this process is always followed to its end")
+        _deepaas_call("train", target, arg or [], file or [])
+        return
+    if file:
+        _fail("--file is for trainings in this process; a server's train route takes arguments only")
+    _remote_training(url, target, arg or [], follow)
+
+
+def _remote_training(url: str, name: str, args: list[str], follow: bool) -> None:
+    from inferd import client
+
+    arguments: dict[str, list[str]] = {}
+    for item in args:
+        key, value = _pair(item, "--arg", "KEY=VALUE")
+        arguments.setdefault(key, []).append(value)
+    try:
+        path, record = client.start_training(url, name, arguments)
+        if follow:
+            job = record["uuid"]
+            columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+            with Progress(*columns, console=errors, transient=True) as progress:
+                task = progress.add_task(f"training {name} ({job})", total=None)
+                for record in client.follow_training(url, path, job):
+                    progress.update(task, description=f"training {name} ({job}): {record['status']}")
+    except client.ClientError as exc:
+        _fail(str(exc), code=1)
+    sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    raise typer.Exit(1 if follow and record.get("status") != "done" else 0)
 
 
 def _deepaas_call(method: str, target: str, args: list[str], files: list[str]) -> None:

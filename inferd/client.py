@@ -15,7 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,3 +267,48 @@ def call(url: str, name: str, what: Given) -> tuple[Request, Answer]:
         raise ClientError(f"model '{name}' is not ready ({described.get('state', '?').lower()})")
     request = build(form, what)
     return request, send(url, request)
+
+
+# --- DEEPaaS training on a running server ----------------------------------------------------------
+
+#: Job states after which a training changes no more.
+FINISHED = frozenset({"done", "error", "cancelled"})
+
+
+def _train_path(url: str, name: str) -> str:
+    """The train route beside the model's predict route (which carries any DEEPaaS base path)."""
+    form = model(url, name).get("try") or {}
+    path = str(form.get("path", ""))
+    if form.get("kind") != "fields" or not path.endswith("/predict/"):
+        raise ClientError(f"model '{name}' is not a DEEPaaS model that is ready: only those train")
+    return path[: -len("predict/")] + "train/"
+
+
+def _record(answer: Answer, what: str) -> dict[str, Any]:
+    if answer.status >= 400 or not answer.is_json:
+        raise ClientError(f"{what}: HTTP {answer.status}: {_error_text(answer)}")
+    found: dict[str, Any] = answer.json()
+    return found
+
+
+def start_training(url: str, name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Start a training of DEEPaaS model ``name`` with ``arguments`` (sent in the query string, where
+    DEEPaaS reads arguments without a location); its train path and job record."""
+    path = _train_path(url, name)
+    query = [
+        (key, one if isinstance(one, str) else json.dumps(one))
+        for key, value in arguments.items()
+        for one in (value if isinstance(value, list) else [value])
+    ]
+    answer = send(url, Request("POST", path, {"accept": JSON_TYPE}, query=query))
+    return path, _record(answer, "the training was not started")
+
+
+def follow_training(url: str, path: str, uuid_: str, poll_seconds: float = 1.0) -> Iterator[dict[str, Any]]:
+    """The job's record every ``poll_seconds`` until it has finished (the last one yielded)."""
+    while True:
+        record = _record(send(url, Request("GET", f"{path}{uuid_}", {"accept": JSON_TYPE})), "the job")
+        yield record
+        if record.get("status") in FINISHED:
+            return
+        time.sleep(poll_seconds)

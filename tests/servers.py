@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
 READY = re.compile(
     r"inferd ready: http://(?P<host>[^:]+):(?P<port>\d+) grpc=(?P<grpc>\S+) models=(?P<models>\S*)"
     r"( metrics=(?P<metrics>\S+))?"
@@ -138,3 +140,23 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def answering_pid(server: RunningServer, model: str, request: dict[str, object]) -> int:
+    """The pid a model answers with, asked on a fresh connection (so any worker may take it)."""
+    response = httpx.post(f"{server.http_url}/v2/models/{model}/infer", json=request, timeout=30)
+    assert response.status_code == 200, response.text
+    pid: int = response.json()["outputs"][0]["data"][0]
+    return pid
+
+
+def pids_seen(
+    server: RunningServer, model: str, request: dict[str, object], want: int, attempts: int = 400
+) -> set[int]:
+    """The pids answering ``model``, asking until ``want`` different ones have answered."""
+    seen: set[int] = set()
+    for _ in range(attempts):
+        seen.add(answering_pid(server, model, request))
+        if len(seen) >= want:
+            break
+    return seen

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import TEST_MODELS
-from tests.servers import ROOT, RunningServer, serve
+from tests.servers import ROOT, RunningServer, answering_pid, pids_seen, serve
 
 CRASHING = str(TEST_MODELS / "crashing.py")
 LIMITS = {
@@ -25,23 +25,6 @@ LIMITS = {
 
 def body(x: int) -> dict[str, object]:
     return {"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [x]}]}
-
-
-def answering_pid(server: RunningServer, model: str = "segfault") -> int:
-    """The process that ran the model, asked on a fresh connection (either worker may take it)."""
-    response = httpx.post(f"{server.http_url}/v2/models/{model}/infer", json=body(0), timeout=30)
-    assert response.status_code == 200, response.text
-    pid: int = response.json()["outputs"][0]["data"][0]
-    return pid
-
-
-def pids_seen(server: RunningServer, want: int, attempts: int = 400) -> set[int]:
-    seen: set[int] = set()
-    for _ in range(attempts):
-        seen.add(answering_pid(server))
-        if len(seen) >= want:
-            break
-    return seen
 
 
 def restarts(server: RunningServer, process: str, reason: str) -> float:
@@ -69,7 +52,7 @@ def isolated() -> Iterator[RunningServer]:
 def test_a_lost_model_process_answers_503_and_is_replaced(
     isolated: RunningServer, model: str, reason: str, cause: str
 ) -> None:
-    before = pids_seen(isolated, 2)
+    before = pids_seen(isolated, "segfault", body(0), 2)
     assert len(before) == 2 and isolated.process.pid not in before
     counted = restarts(isolated, "model", reason)
 
@@ -83,7 +66,7 @@ def test_a_lost_model_process_answers_503_and_is_replaced(
 
     # Every request succeeds meanwhile (one reaching the new model process waits for its load);
     # the other worker's model process was never restarted.
-    after = pids_seen(isolated, 2)
+    after = pids_seen(isolated, "segfault", body(0), 2)
     assert len(after) == 2
     assert len(before & after) == 1
     assert restarts(isolated, "model", reason) == counted + 1
@@ -121,7 +104,7 @@ def wait_for_restarts(server: RunningServer, reason: str, count: int) -> float:
 def test_without_isolation_a_lost_worker_is_replaced_and_counted() -> None:
     env = {"INFERD_WORKER_MEMORY_LIMIT": "250", "INFERD_MEMORY_CHECK_INTERVAL": "0.2"}
     with serve(CRASHING, "--workers", "2", "--no-grpc", "--dialect", "native", env=env) as server:
-        pid = answering_pid(server)
+        pid = answering_pid(server, "segfault", body(0))
         os.kill(pid, signal.SIGSEGV)
         assert wait_for_restarts(server, "signal", 1) == 1
         assert f"worker {pid} exited with code -11 (signal)" in server.log
@@ -130,7 +113,7 @@ def test_without_isolation_a_lost_worker_is_replaced_and_counted() -> None:
             httpx.post(f"{server.http_url}/v2/models/leaks/infer", json=body(1), timeout=30)
         assert wait_for_restarts(server, "memory", 1) == 1
         assert "over the limit of 250 MiB; killing it" in server.log
-        assert len(pids_seen(server, 2)) == 2
+        assert len(pids_seen(server, "segfault", body(0), 2)) == 2
 
 
 def test_isolation_serves_a_dialects_own_routes_and_grpc() -> None:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import TEST_MODELS
-from tests.servers import RunningServer, serve
+from tests.servers import RunningServer, answering_pid, pids_seen, serve
 
 PID_REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1]}]}
 
@@ -23,20 +23,7 @@ def two_workers() -> Iterator[RunningServer]:
 
 
 def worker_pid(server: RunningServer) -> int:
-    """Ask on a fresh connection, so the kernel may hand it to either worker."""
-    response = httpx.post(f"{server.http_url}/v2/models/pid/infer", json=PID_REQUEST, timeout=30)
-    assert response.status_code == 200, response.text
-    pid: int = response.json()["outputs"][0]["data"][0]
-    return pid
-
-
-def pids_seen(server: RunningServer, want: int, attempts: int = 400) -> set[int]:
-    seen: set[int] = set()
-    for _ in range(attempts):
-        seen.add(worker_pid(server))
-        if len(seen) >= want:
-            break
-    return seen
+    return answering_pid(server, "pid", PID_REQUEST)
 
 
 def requests_total(server: RunningServer, model: str) -> float:
@@ -46,7 +33,7 @@ def requests_total(server: RunningServer, model: str) -> float:
 
 
 def test_both_workers_serve_the_same_port(two_workers: RunningServer) -> None:
-    seen = pids_seen(two_workers, 2)
+    seen = pids_seen(two_workers, "pid", PID_REQUEST, 2)
     assert len(seen) == 2
     assert two_workers.process.pid not in seen
 
@@ -60,7 +47,7 @@ def test_metrics_add_up_across_workers(two_workers: RunningServer) -> None:
 
 
 def test_a_dead_worker_is_replaced_and_the_other_keeps_serving(two_workers: RunningServer) -> None:
-    first, second = pids_seen(two_workers, 2)
+    first, second = pids_seen(two_workers, "pid", PID_REQUEST, 2)
     os.kill(first, signal.SIGKILL)
     deadline = time.monotonic() + 60
     seen: set[int] = set()

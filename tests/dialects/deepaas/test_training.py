@@ -3,7 +3,9 @@ that survive a restart."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import httpx
 import pytest
 
 from tests.dialects.deepaas.conftest import site_env
-from tests.servers import serve
+from tests.servers import ROOT, RunningServer, inferd_command, serve
 
 TRAIN = "/v2/models/classy/train/"
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$")
@@ -106,3 +108,33 @@ def test_disabled_endpoints_answer_402(tmp_path: Path) -> None:
                 response = http.request(method, path)
                 assert (response.status_code, response.text) == (402, "402: Payment Required")
             assert http.post("/v2/models/classy/predict/", params={"number": "1"}).status_code == 402
+
+
+def test_the_cli_starts_a_job_on_a_running_server_and_follows_it(demo_server: RunningServer) -> None:
+    """``inferd train NAME --url URL --follow``: the job's final record on stdout, exit 0 when done."""
+    url = demo_server.http_url
+    args = ("train", "classy", "--url", url, "--arg", "epochs=2", "--arg", "seconds=0.3", "--follow")
+    done = subprocess.run(inferd_command(*args), capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["status"] == "done" and record["result"]["output"]["epochs"] == 2
+    assert httpx.get(f"{url}{TRAIN}{record['uuid']}").json()["status"] == "done"
+
+    failing = ("train", "classy", "--url", url, "--arg", "epochs=1", "--arg", "fail=true", "--follow")
+    failed = subprocess.run(inferd_command(*failing), capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert failed.returncode == 1
+    assert json.loads(failed.stdout)["message"] == "training failed on purpose"
+
+    started = subprocess.run(
+        inferd_command("train", "classy", "--url", url, "--arg", "epochs=1"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert started.returncode == 0 and json.loads(started.stdout)["status"] == "running"
+
+    refused = subprocess.run(
+        inferd_command("train", "classy", "--url", url), capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert refused.returncode == 1 and "epochs" in refused.stderr
