@@ -29,16 +29,20 @@ def test_a_slow_request_times_out_and_the_server_keeps_serving(secured: Secured)
 
 
 def test_requests_beyond_the_limit_and_the_queue_are_shed(secured: Secured) -> None:
-    def call(delay: float) -> httpx.Response:
+    """One slow request runs, a quick one waits for its turn (and gets it within the timeout), and a
+    third, arriving while both are there, is shed."""
+
+    def call(delay_and_seconds: tuple[float, float]) -> httpx.Response:
+        delay, seconds = delay_and_seconds
         time.sleep(delay)
         with secured.client(bearer()) as http:
-            return secured.ask(http, seconds=0.7)
+            return secured.ask(http, seconds=seconds)
 
     with ThreadPoolExecutor(3) as pool:
-        answers = list(pool.map(call, (0.0, 0.2, 0.4)))
-    statuses = sorted(answer.status_code for answer in answers)
+        answers = list(pool.map(call, ((0.0, 1.5), (0.4, 0.0), (0.8, 0.0))))
+    statuses = [answer.status_code for answer in answers]
     assert statuses == [200, 200, 503], [answer.text for answer in answers]
-    shed = next(answer for answer in answers if answer.status_code == 503)
+    shed = answers[2]
     assert int(shed.headers["retry-after"]) >= 1
     assert "busy" in shed.text
 
