@@ -72,7 +72,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 OTHER_CPU_WARN = 0.15  # cores used by processes other than the server, wrk and this script
 CPU_COUNT = os.cpu_count() or 1
 
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 class BenchError(Exception):
@@ -946,7 +946,7 @@ def ratio_table(outcomes: Sequence[ServerOutcome], args: argparse.Namespace) -> 
         cpu = f"{mine.median.cpu_us / theirs.median.cpu_us:.2f}x" if mine and theirs else "-"
         memory = f"{ours.peak_rss_bytes / outcome.peak_rss_bytes:.2f}x" if outcome.peak_rss_bytes else "-"
         table.add_row(outcome.label, ours.label, *rps, cpu, memory)
-    table.caption = "req/s: higher is better; CPU per request and peak RSS: lower is better."
+    table.caption = "req/s: higher is better; CPU/req and RSS: lower is better."
     return table if table.row_count else None
 
 
@@ -964,10 +964,12 @@ def print_report(
     if (ratios := ratio_table(outcomes, args)) is not None:
         out.print()
         out.print(ratios)
-    out.print("\n[bold]Targets (issues 2 and 7)[/]")
+    out.print()
+    out.print("[bold]Targets (issues 2 and 7)[/]")
     colour = {"PASS": "green", "FAIL": "red", "N/A": "yellow"}
     for target in targets:
-        out.print(f"  [{colour[target.status]}]{target.status:<4}[/] {target.name}: {target.detail}")
+        line = f"  [{colour[target.status]}]{target.status:<4}[/] {target.name}: {target.detail}"
+        out.print(line, soft_wrap=True)
     for outcome in outcomes:
         if outcome.error is not None:
             out.print(f"\n[red]{escape(outcome.label)} failed:[/] {escape(outcome.error)}")
