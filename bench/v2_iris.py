@@ -1,12 +1,15 @@
-"""The V2 iris benchmark (issues 2 and 7): inferd against a bare Starlette floor and MLServer 1.7.
+"""The V2 iris benchmark (issues 2 and 7): inferd against a bare Starlette floor and MLServer 1.7,
+and the machinery bench/all.py runs every peer with (``ServerSpec`` rows, each with its ``Protocol``).
 
 inferd runs with 1 worker, 2 workers, and 2 workers with adaptive batching (``BATCHING``); the floor
-and MLServer never batch.
+and MLServer (in-process, and with 2 inference workers) never batch.
 
 Starts each server in turn on free loopback ports, checks that it answers the iris request correctly,
 then loads it with wrk at each concurrency (a warm-up run, then a measured run) and prints one table
-of req/s, p50 and p99 latency with ratios against MLServer and the floor, the issue's targets as
-PASS/FAIL, and the peak RSS of each server's process tree. Not part of CI; see bench/README.md.
+of req/s, p50 and p99 latency, server CPU per request and peak RSS (of the server's process tree),
+with ratios against the floor and the matching inferd row, inferd's ratio to each peer, and the
+issues' targets as PASS/FAIL; the report is also written, with the machine, to
+bench/results/v2-iris-<date>-<time>.txt. Not part of CI; see bench/README.md.
 
     .venv/bin/python bench/v2_iris.py [--only inferd,floor,mlserver] [--duration 10s] [--warmup 3s]
                                       [--concurrency 1,16,64] [--rounds 1] [--json results.json]
@@ -159,7 +162,7 @@ class Launch:
     port: int | None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     ready_path: str | None = None
-    stop_group: bool = False  # SIGTERM the server's whole process group to stop it (see stop)
+    stop_group: bool = False
 
 
 @dataclass(frozen=True)
@@ -654,7 +657,8 @@ def bench_server(
         with tempfile.TemporaryDirectory(prefix=f"v2-iris-{spec.key}-") as tmp:
             with serving(spec, Path(tmp)) as running, PeakRss(running.process.pid) as rss:
                 try:
-                    console.print(f"  ready at {running.url}")
+                    protocol = spec.protocol
+                    console.print(f"  ready at {running.url}; {protocol.name}: POST {escape(protocol.path)}")
                     check_answer(running, expected)
                     for concurrency in args.concurrency:
                         run_wrk(running, concurrency, args.warmup)
