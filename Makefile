@@ -37,7 +37,7 @@ protos: $(STAMP)
 	PATH=$(BIN):$$PATH sh scripts/generate_protos.sh
 
 bench: $(STAMP)
-	$(BIN)/python bench/v2_iris.py
+	$(BIN)/python bench/all.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache

@@ -13,7 +13,8 @@ whose functions are the model (deepaas-run uses the entry point's object as it i
 - deepaas-run: ``deepaas-run --listen-ip 127.0.0.1 --listen-port P --model-name bench``, from its own
   venv ``bench/.envs/deepaas`` (gitignored), created on first use with ``deepaas==2.6.0`` (which
   brings aiohttp 3, webargs 5, marshmallow 3, oslo.config and stevedore) and ``setuptools<81``
-  (webargs 5 and apispec 3 import distutils, gone from Python 3.12). It runs in its default
+  (webargs 5 and apispec 3 import distutils, gone from Python 3.12), plus joblib and our scikit-learn
+  for the iris model bench/all.py serves with it. It runs in its default
   configuration: one aiohttp process logging every request (INFO), answering each predict in its
   pool of 1 worker process (multiprocessing, spawn), counted in its peak RSS.
 
@@ -75,14 +76,17 @@ def predict(**kwargs):
 # ------------------------------------------------------------------------------------------ servers
 
 
-def write_model(folder: Path) -> Path:
-    """The model as an installed package in ``folder``/site (module and dist-info); that folder."""
+def write_model(
+    folder: Path, name: str = MODEL, module: str = "benchmodel", source: str = BENCH_MODEL
+) -> Path:
+    """A model module ``module`` (``source``) as an installed package in ``folder``/site (module and
+    dist-info) declaring it as the ``deepaas.v2.model`` entry point ``name``; that folder."""
     site = folder / "site"
-    info = site / "benchmodel-0.1.dist-info"
+    info = site / f"{module}-0.1.dist-info"
     info.mkdir(parents=True)
-    (site / "benchmodel.py").write_text(BENCH_MODEL.lstrip())
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: benchmodel\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[deepaas.v2.model]\n{MODEL} = benchmodel\n")
+    (site / f"{module}.py").write_text(source.lstrip())
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[deepaas.v2.model]\n{name} = {module}\n")
     return site
 
 
@@ -94,14 +98,19 @@ def environment(site: Path, folder: Path) -> dict[str, str]:
 
 def ensure_deepaas_env() -> Path:
     """deepaas-run in its own venv, bench/.envs/deepaas, created on first use."""
-    requirements = [f"deepaas=={DEEPAAS_VERSION}", "setuptools<81"]
-    return ensure_env(DEEPAAS_ENV, "deepaas-run", requirements, sklearn=False)
+    requirements = [f"deepaas=={DEEPAAS_VERSION}", "setuptools<81", "joblib"]
+    return ensure_env(DEEPAAS_ENV, "deepaas-run", requirements)
+
+
+def deepaas_command(executable: Path, port: int, model: str = MODEL) -> list[str]:
+    """``deepaas-run --model-name MODEL`` in its default configuration, on ``port``."""
+    return [str(executable), "--listen-ip", HOST, "--listen-port", str(port), "--model-name", model]
 
 
 def start_deepaas(executable: Path, folder: Path, env: dict[str, str]) -> Server:
-    """``deepaas-run --model-name bench`` in its default configuration, once it answers GET /v2/models/."""
+    """deepaas-run (deepaas_command), once it answers GET /v2/models/."""
     port = free_port()
-    command = [str(executable), "--listen-ip", HOST, "--listen-port", str(port), "--model-name", MODEL]
+    command = deepaas_command(executable, port)
     log = folder / "deepaas-run.log"
     with log.open("wb") as out:
         process = subprocess.Popen(

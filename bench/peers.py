@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import shutil
 import signal
 import statistics
@@ -25,7 +24,16 @@ from pathlib import Path
 from types import FrameType
 
 from loadgen import LUA, RESULT, ROOT
-from v2_iris import WRK_TIMEOUT, BenchError, PeakRss, process_tree, request, stop
+from v2_iris import (
+    WRK_TIMEOUT,
+    BenchError,
+    PeakRss,
+    git_revision,
+    machine_description,
+    process_tree,
+    request,
+    stop,
+)
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 120.0
@@ -206,16 +214,7 @@ def table(inferd: Server, peer: Server, target: Target) -> tuple[list[str], bool
 
 def machine(peer: str) -> list[str]:
     """The machine, inferd's revision and ``peer`` (the other server, its version and configuration)."""
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "?")
-    revision = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return [
-        f"# machine: {len(os.sched_getaffinity(0))} cores (nproc), {cpu}, {platform.system()} "
-        f"{platform.release()}, Python {platform.python_version()}, wrk on the same machine",
-        f"# inferd {revision or '?'}, {peer}",
-    ]
+    return [f"# machine: {machine_description()}", f"# inferd {git_revision()}, {peer}"]
 
 
 def report(script: str, name: str, peer: str, what: str, lines: list[str], args: argparse.Namespace) -> None:
@@ -275,10 +274,7 @@ def run_against(
             status = 130
         finally:
             for server in servers.values():
-                if bench.signal_groups:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(server.process.pid, signal.SIGTERM)
-                print(f"{server.name}: {stop(server.process)}")
+                print(f"{server.name}: {stop(server.process, bench.signal_groups)}")
             stop_strays()
     if {"inferd", bench.peer} <= servers.keys() and all(server.runs for server in servers.values()):
         lines, passed = table(servers["inferd"], servers[bench.peer], bench.target)

@@ -84,13 +84,23 @@ def ensure_seldon_env() -> Path:
     return ensure_env(SELDON_ENV, "seldon-core-microservice", requirements)
 
 
-def start_seldon(executable: Path, folder: Path) -> Server:
-    """``seldon-core-microservice IrisModel`` in its default configuration, once it answers /health/ping."""
-    port = free_port()
-    command = [
+def seldon_command(executable: Path, port: int) -> list[str]:
+    """``seldon-core-microservice IrisModel`` in its default configuration, HTTP on ``port``."""
+    return [
         str(executable), "IrisModel", "--service-type", "MODEL",
         "--http-port", str(port), "--grpc-port", str(free_port()), "--metrics-port", str(free_port()),
     ]  # fmt: skip
+
+
+def write_iris_model(folder: Path) -> None:
+    """IrisModel.py, the Seldon class both servers run, in ``folder`` (their cwd)."""
+    (folder / "IrisModel.py").write_text(IRIS_MODEL.lstrip().format(saved=str(MODEL_JOBLIB)))
+
+
+def start_seldon(executable: Path, folder: Path) -> Server:
+    """seldon-core-microservice (seldon_command), once it answers /health/ping."""
+    port = free_port()
+    command = seldon_command(executable, port)
     log = folder / "seldon-core.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -105,14 +115,23 @@ def probabilities(server: Server) -> list[float]:
     if status != 200:
         raise BenchError(f"{server.name}: POST {PATH} answered {status}: {raw[:300]!r}")
     try:
+        values = parse_probabilities(raw)
+    except BenchError as exc:
+        raise BenchError(f"{server.name}: {exc}") from None
+    print(f"{server.name}: 200 {raw.decode()}")
+    return values
+
+
+def parse_probabilities(raw: bytes) -> list[float]:
+    """The one row of three probabilities of a Seldon answer (ndarray or tensor)."""
+    try:
         data = json.loads(raw)["data"]
         rows = data["ndarray"] if "ndarray" in data else [data["tensor"]["values"]]
         values = [float(v) for v in rows[0]]
     except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise BenchError(f"{server.name}: not a Seldon answer ({exc!r}): {raw[:300]!r}") from None
+        raise BenchError(f"not a Seldon answer ({exc!r}): {raw[:300]!r}") from None
     if len(rows) != 1 or len(values) != 3:
-        raise BenchError(f"{server.name}: expected one row of 3 probabilities: {raw[:300]!r}")
-    print(f"{server.name}: 200 {raw.decode()}")
+        raise BenchError(f"expected one row of 3 probabilities: {raw[:300]!r}")
     return values
 
 
@@ -121,7 +140,7 @@ def probabilities(server: Server) -> list[float]:
 
 def bench(args: argparse.Namespace, folder: Path, servers: dict[str, Server]) -> None:
     executable = ensure_seldon_env()
-    (folder / "IrisModel.py").write_text(IRIS_MODEL.lstrip().format(saved=str(MODEL_JOBLIB)))
+    write_iris_model(folder)
     process, base = start_inferd("IrisModel", "--dialect", "seldon", cwd=folder)
     servers["inferd"] = Server("inferd", process, urlsplit(base).port or 0, PATH)
     servers["seldon-core"] = start_seldon(executable, folder)

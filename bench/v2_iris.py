@@ -1,12 +1,15 @@
-"""The V2 iris benchmark (issues 2 and 7): inferd against a bare Starlette floor and MLServer 1.7.
+"""The V2 iris benchmark (issues 2 and 7): inferd against a bare Starlette floor and MLServer 1.7,
+and the machinery bench/all.py runs every peer with (``ServerSpec`` rows, each with its ``Protocol``).
 
 inferd runs with 1 worker, 2 workers, and 2 workers with adaptive batching (``BATCHING``); the floor
-and MLServer never batch.
+and MLServer (in-process, and with 2 inference workers) never batch.
 
 Starts each server in turn on free loopback ports, checks that it answers the iris request correctly,
 then loads it with wrk at each concurrency (a warm-up run, then a measured run) and prints one table
-of req/s, p50 and p99 latency with ratios against MLServer and the floor, the issue's targets as
-PASS/FAIL, and the peak RSS of each server's process tree. Not part of CI; see bench/README.md.
+of req/s, p50 and p99 latency, server CPU per request and peak RSS (of the server's process tree),
+with ratios against the floor and the matching inferd row, inferd's ratio to each peer, and the
+issues' targets as PASS/FAIL; the report is also written, with the machine, to
+bench/results/v2-iris-<date>-<time>.txt. Not part of CI; see bench/README.md.
 
     .venv/bin/python bench/v2_iris.py [--only inferd,floor,mlserver] [--duration 10s] [--warmup 3s]
                                       [--concurrency 1,16,64] [--rounds 1] [--json results.json]
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import io
 import json
 import os
 import platform
@@ -39,6 +43,7 @@ from types import FrameType
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,6 +66,7 @@ BODY = json.dumps(
 
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 20.0
+FIRST_ANSWER_TIMEOUT_S = 60.0
 RSS_INTERVAL_S = 0.25
 WRK_TIMEOUT = "10s"
 TARGET_CONCURRENCY = 16
@@ -69,11 +75,77 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 OTHER_CPU_WARN = 0.15  # cores used by processes other than the server, wrk and this script
 CPU_COUNT = os.cpu_count() or 1
 
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 class BenchError(Exception):
     """A server could not be prepared, started or checked; the others still run."""
+
+
+# ------------------------------------------------------------------------------------- correctness
+
+
+@dataclass(frozen=True)
+class Expected:
+    labels: list[int]
+    probabilities: list[float]
+
+
+def expected_answer() -> Expected:
+    """What the shared model.joblib answers for the benchmark's request, computed here."""
+    import joblib
+    import numpy as np
+
+    model = joblib.load(MODEL_PATH)
+    features = np.asarray(FEATURES, dtype=np.float32)
+    return Expected(
+        [int(v) for v in model.predict(features)],
+        [float(v) for v in model.predict_proba(features).ravel()],
+    )
+
+
+def _flat(data: Any) -> list[Any]:
+    if isinstance(data, list):
+        return [item for element in data for item in _flat(element)]
+    return [data]
+
+
+def check_v2(raw: bytes, expected: Expected, probabilities: bool) -> None:
+    """A V2 response body holding the right label (and, when ``probabilities``, the probabilities)."""
+    try:
+        outputs = [_flat(output["data"]) for output in json.loads(raw)["outputs"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BenchError(f"not a V2 response body ({exc!r}): {raw[:300]!r}") from None
+    if expected.labels not in [[int(v) for v in data] for data in outputs if _all_numbers(data)]:
+        raise BenchError(f"no output holds the labels {expected.labels}: {raw[:300]!r}")
+    if probabilities and not any(close_to(data, expected.probabilities) for data in outputs):
+        raise BenchError(f"no output holds the probabilities {expected.probabilities}: {raw[:300]!r}")
+
+
+def _all_numbers(data: list[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data)
+
+
+def close_to(data: list[Any], want: list[float]) -> bool:
+    if len(data) != len(want) or not _all_numbers(data):
+        return False
+    return all(abs(a - b) < 1e-5 for a, b in zip(data, want, strict=True))
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """What a server is asked: the route wrk loads (with its query string), the body it posts, where
+    readiness is asked, and how an answer is checked against the model's own (``check`` raises
+    BenchError; its last argument says whether the server returns the probabilities too)."""
+
+    name: str
+    path: str
+    body: bytes
+    ready_path: str
+    check: Callable[[bytes, Expected, bool], None]
+
+
+V2 = Protocol("V2 JSON", INFER_PATH, BODY, READY_PATH, check_v2)
 
 
 # --------------------------------------------------------------------------------------------- servers
@@ -81,21 +153,30 @@ class BenchError(Exception):
 
 @dataclass(frozen=True)
 class Launch:
-    """How to start one server; ``port`` None means: read the port from inferd's ready line."""
+    """How to start one server; ``port`` None means: read the port from inferd's ready line;
+    ``ready_path``: where the server says it is ready, when not where its protocol asks;
+    ``stop_group``: SIGTERM its whole process group to stop it."""
 
     command: list[str]
     cwd: Path
     port: int | None
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    ready_path: str | None = None
+    stop_group: bool = False
 
 
 @dataclass(frozen=True)
 class ServerSpec:
+    """One row of the table. ``counterpart``: the inferd row this one's req/s is compared with
+    ("inferd / this"), the one speaking the same protocol."""
+
     key: str
     label: str
     group: str
     prepare: Callable[[Path], Launch]
     returns_probabilities: bool = True
+    protocol: Protocol = V2
+    counterpart: str | None = "inferd-1w"
 
 
 def free_port() -> int:
@@ -119,9 +200,14 @@ def venv_tool(name: str) -> str:
 BATCHING = ("--max-batch-size", "64", "--max-batch-time-ms", "1")
 
 
+def inferd_command(*arguments: str) -> list[str]:
+    """``inferd serve ARGUMENTS`` on free ports (its HTTP port is read from its ready line)."""
+    return [venv_tool("inferd"), "serve", *arguments, "--port", "0", "--grpc-port", "0"]
+
+
 def inferd_launch(workers: int, batching: bool = False) -> Callable[[Path], Launch]:
     def prepare(workdir: Path) -> Launch:
-        command = [venv_tool("inferd"), "serve", str(EXAMPLE), "--port", "0", "--grpc-port", "0"]
+        command = inferd_command(str(EXAMPLE))
         if workers > 1:
             command += ["--workers", str(workers)]
         if batching:
@@ -142,12 +228,21 @@ def floor_launch(workdir: Path) -> Launch:
     return Launch(command, ROOT, port)  # the app runs examples/iris/model.py, as inferd does
 
 
-def mlserver_launch(workdir: Path) -> Launch:
+def mlserver_launch(parallel_workers: int) -> Callable[[Path], Launch]:
+    """MLServer with ``parallel_workers`` inference processes (0: it predicts in its own process)."""
+
+    def prepare(workdir: Path) -> Launch:
+        return _mlserver(workdir, parallel_workers)
+
+    return prepare
+
+
+def _mlserver(workdir: Path, parallel_workers: int) -> Launch:
     executable = ensure_mlserver_env()
     port = free_port()
     settings = {
         "debug": False,  # MLServer's default debug=true logs every request; inferd and the floor do not
-        "parallel_workers": 0,
+        "parallel_workers": parallel_workers,
         "host": HOST,
         "http_port": port,
         "grpc_port": free_port(),
@@ -163,24 +258,33 @@ def mlserver_launch(workdir: Path) -> Launch:
     return Launch([str(executable), "start", str(workdir)], workdir, port)
 
 
-def ensure_env(env: Path, executable: str, requirements: Sequence[str], *, sklearn: bool = True) -> Path:
+#: Written into a peer's venv once its requirements are installed: the list, one a line.
+ENV_STAMP = ".bench-requirements"
+
+
+def ensure_env(env: Path, executable: str, requirements: Sequence[str]) -> Path:
     """A peer in its own venv ``env``, created on first use with ``requirements`` and the same
-    scikit-learn as ours (so a pickled model loads exactly as it does in inferd; ``sklearn=False``:
-    without it); its ``executable``."""
-    found = env / "bin" / executable
-    if found.exists():
+    scikit-learn as ours (so the pickled iris model loads exactly as it does in inferd); its
+    ``executable``. A venv whose install failed or whose requirements changed since is installed
+    into again."""
+    requirements = [*requirements, f"scikit-learn=={metadata.version('scikit-learn')}"]
+    found, stamp = env / "bin" / executable, env / ENV_STAMP
+    wanted = "\n".join(requirements) + "\n"
+    if found.exists() and stamp.exists() and stamp.read_text() == wanted:
         return found
-    if sklearn:
-        requirements = [*requirements, f"scikit-learn=={metadata.version('scikit-learn')}"]
-    console.print(f"installing {' '.join(requirements)} into {env.relative_to(ROOT)} (once)...")
+    console.print(f"installing {escape(' '.join(requirements))} into {env.relative_to(ROOT)} (once)...")
     python3 = shutil.which("python3") or sys.executable
     pip = str(env / "bin" / "pip")
-    for command in ([python3, "-m", "venv", str(env)], [pip, "install", "--quiet", *requirements]):
+    commands = [[pip, "install", "--quiet", *requirements]]
+    if not (env / "bin" / "pip").exists():
+        commands.insert(0, [python3, "-m", "venv", str(env)])
+    for command in commands:
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise BenchError(f"{' '.join(command)} failed:\n{_tail(done.stdout + done.stderr)}")
     if not found.exists():
         raise BenchError(f"pip installed {requirements[0]} but {found} is missing")
+    stamp.write_text(wanted)
     return found
 
 
@@ -190,11 +294,22 @@ def ensure_mlserver_env() -> Path:
 
 
 SERVERS = (
-    ServerSpec("inferd-1w", "inferd 1 worker", "inferd", inferd_launch(1)),
-    ServerSpec("inferd-2w", "inferd 2 workers", "inferd", inferd_launch(2)),
-    ServerSpec("inferd-2w-batch", "inferd 2 workers, batching", "inferd", inferd_launch(2, batching=True)),
+    ServerSpec("inferd-1w", "inferd 1 worker", "inferd", inferd_launch(1), counterpart=None),
+    ServerSpec("inferd-2w", "inferd 2 workers", "inferd", inferd_launch(2), counterpart=None),
+    ServerSpec(
+        "inferd-2w-batch", "inferd 2 workers, batching", "inferd", inferd_launch(2, True), counterpart=None
+    ),
     ServerSpec("floor", "floor", "floor", floor_launch),
-    ServerSpec("mlserver", "MLServer 1.7", "mlserver", mlserver_launch, returns_probabilities=False),
+    ServerSpec(
+        "mlserver", "MLServer 1.7 in-process", "mlserver", mlserver_launch(0), returns_probabilities=False
+    ),
+    ServerSpec(
+        "mlserver-workers",
+        "MLServer 1.7, 2 workers",
+        "mlserver",
+        mlserver_launch(2),
+        returns_probabilities=False,
+    ),
 )
 
 
@@ -325,11 +440,16 @@ class CpuMeter:
         return server / wall, max(busy - server - ours, 0) / wall
 
 
-def stop(process: subprocess.Popen[bytes]) -> str:
-    """SIGTERM, wait, then SIGKILL whatever of the process tree is left; how it ended, in words."""
+def stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], group: bool = False) -> str:
+    """SIGTERM (to the process's whole group when ``group``: a server whose main process waits for
+    its children), wait, then SIGKILL whatever of the process tree is left; how it ended, in words."""
     tree = process_tree(process.pid)
     if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+        if group:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGTERM)
+        else:
+            process.send_signal(signal.SIGTERM)
     try:
         process.wait(STOP_GRACE_S)
         code = process.returncode
@@ -365,10 +485,10 @@ def serving(spec: ServerSpec, workdir: Path) -> Iterator[Running]:
     try:
         port = launch.port if launch.port is not None else _wait_for_ready_line(process, stdout, stderr)
         running = Running(spec, process, port, stdout, stderr)
-        _wait_for_http_ready(running)
+        _wait_for_http_ready(running, launch.ready_path or spec.protocol.ready_path)
         yield running
     finally:
-        console.print(f"  {spec.label}: {stop(process)}")
+        console.print(f"  {spec.label}: {stop(process, launch.stop_group)}")
 
 
 def _tail(text: str, lines: int = 20) -> str:
@@ -391,21 +511,23 @@ def _wait_for_ready_line(process: subprocess.Popen[bytes], stdout: Path, stderr:
     raise _failed_to_start(stderr, f"printed no ready line in {START_TIMEOUT_S:.0f} s")
 
 
-def _wait_for_http_ready(running: Running) -> None:
+def _wait_for_http_ready(running: Running, path: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if running.process.poll() is not None:
             raise _failed_to_start(running.stderr, f"exited with code {running.process.returncode}")
         with contextlib.suppress(OSError, http.client.HTTPException):
-            if request(running.port, "GET", READY_PATH)[0] == 200:
+            if request(running.port, "GET", path)[0] == 200:
                 return
         time.sleep(0.2)
     raise _failed_to_start(running.stderr, f"not ready in {START_TIMEOUT_S:.0f} s")
 
 
-def request(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+def request(
+    port: int, method: str, path: str, body: bytes | None = None, timeout: float = 10
+) -> tuple[int, bytes]:
     """One HTTP request, straight to the socket (no proxy settings apply)."""
-    connection = http.client.HTTPConnection(HOST, port, timeout=10)
+    connection = http.client.HTTPConnection(HOST, port, timeout=timeout)
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
         connection.request(method, path, body=body, headers=headers)
@@ -415,59 +537,17 @@ def request(port: int, method: str, path: str, body: bytes | None = None) -> tup
         connection.close()
 
 
-# ------------------------------------------------------------------------------------- correctness
-
-
-@dataclass(frozen=True)
-class Expected:
-    labels: list[int]
-    probabilities: list[float]
-
-
-def expected_answer() -> Expected:
-    """What the shared model.joblib answers for the benchmark's request, computed here."""
-    import joblib
-    import numpy as np
-
-    model = joblib.load(MODEL_PATH)
-    features = np.asarray(FEATURES, dtype=np.float32)
-    return Expected(
-        [int(v) for v in model.predict(features)],
-        [float(v) for v in model.predict_proba(features).ravel()],
-    )
-
-
-def _flat(data: Any) -> list[Any]:
-    if isinstance(data, list):
-        return [item for element in data for item in _flat(element)]
-    return [data]
-
-
 def check_answer(running: Running, expected: Expected) -> None:
-    """The server answers 200 with a V2 body holding the right label (and probabilities)."""
-    status, raw = request(running.port, "POST", INFER_PATH, BODY)
-    if status != 200:
-        raise BenchError(f"POST {INFER_PATH} answered {status}: {raw[:300]!r}")
+    """The server answers its protocol's request with status 200 and the model's answer (in time
+    for a first answer: deepaas-run starts its predict process on the first request)."""
+    protocol = running.spec.protocol
     try:
-        outputs = [_flat(output["data"]) for output in json.loads(raw)["outputs"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise BenchError(f"not a V2 response body ({exc!r}): {raw[:300]!r}") from None
-    if expected.labels not in [[int(v) for v in data] for data in outputs if _all_numbers(data)]:
-        raise BenchError(f"no output holds the labels {expected.labels}: {raw[:300]!r}")
-    if running.spec.returns_probabilities and not any(
-        _close(data, expected.probabilities) for data in outputs
-    ):
-        raise BenchError(f"no output holds the probabilities {expected.probabilities}: {raw[:300]!r}")
-
-
-def _all_numbers(data: list[Any]) -> bool:
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data)
-
-
-def _close(data: list[Any], want: list[float]) -> bool:
-    if len(data) != len(want) or not _all_numbers(data):
-        return False
-    return all(abs(a - b) < 1e-5 for a, b in zip(data, want, strict=True))
+        status, raw = request(running.port, "POST", protocol.path, protocol.body, FIRST_ANSWER_TIMEOUT_S)
+    except (OSError, http.client.HTTPException) as exc:
+        raise BenchError(f"POST {protocol.path} got no answer: {exc!r}") from None
+    if status != 200:
+        raise BenchError(f"POST {protocol.path} answered {status}: {raw[:300]!r}")
+    protocol.check(raw, expected, running.spec.returns_probabilities)
 
 
 # --------------------------------------------------------------------------------------------- wrk
@@ -492,10 +572,16 @@ class RunResult:
     socket_errors: int
     server_cpu: float
     other_cpu: float
+    peak_rss_mib: float
 
     @property
     def errors(self) -> int:
         return self.non_2xx + self.socket_errors
+
+    @property
+    def cpu_us(self) -> float:
+        """CPU time the server's process tree spent per answered request, in microseconds."""
+        return self.server_cpu / self.rps * 1e6 if self.rps else float("inf")
 
     @property
     def disturbed(self) -> bool:
@@ -509,13 +595,18 @@ def wrk_threads(concurrency: int) -> int:
 
 def run_wrk(running: Running, concurrency: int, seconds: int, round_: int = 0) -> RunResult:
     threads = wrk_threads(concurrency)
+    protocol = running.spec.protocol
     command = [
         "wrk", f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "--timeout", WRK_TIMEOUT,
-        "-s", str(LUA_SCRIPT), running.url + INFER_PATH,
+        "-s", str(LUA_SCRIPT), running.url + protocol.path,
     ]  # fmt: skip
+    env = {**os.environ, "V2_IRIS_BODY": protocol.body.decode()}
     meter = CpuMeter(running.process.pid)
-    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
-    server_cpu, other_cpu = meter.read()
+    with PeakRss(running.process.pid) as rss:
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, check=False, timeout=seconds + 60
+        )
+        server_cpu, other_cpu = meter.read()
     match = re.search(r"^V2_IRIS_RESULT (\{.*\})$", done.stdout, re.MULTILINE)
     if done.returncode != 0 or match is None:
         raise BenchError(f"wrk failed (exit {done.returncode}):\n{_tail(done.stdout + done.stderr)}")
@@ -537,8 +628,9 @@ def run_wrk(running: Running, concurrency: int, seconds: int, round_: int = 0) -
         max_ms=raw["max_us"] / 1000,
         non_2xx=raw["non_2xx"],
         socket_errors=raw["connect_errors"] + raw["read_errors"] + raw["write_errors"] + raw["timeouts"],
-        server_cpu=round(server_cpu, 2),
+        server_cpu=round(server_cpu, 3),
         other_cpu=round(other_cpu, 2),
+        peak_rss_mib=round(rss.peak_bytes / 2**20, 1),
     )
 
 
@@ -549,6 +641,7 @@ def run_wrk(running: Running, concurrency: int, seconds: int, round_: int = 0) -
 class ServerOutcome:
     key: str
     label: str
+    counterpart: str | None = None
     runs: list[RunResult] = field(default_factory=list)
     peak_rss_bytes: int = 0
     peak_processes: int = 0
@@ -564,7 +657,8 @@ def bench_server(
         with tempfile.TemporaryDirectory(prefix=f"v2-iris-{spec.key}-") as tmp:
             with serving(spec, Path(tmp)) as running, PeakRss(running.process.pid) as rss:
                 try:
-                    console.print(f"  ready at {running.url}")
+                    protocol = spec.protocol
+                    console.print(f"  ready at {running.url}; {protocol.name}: POST {escape(protocol.path)}")
                     check_answer(running, expected)
                     for concurrency in args.concurrency:
                         run_wrk(running, concurrency, args.warmup)
@@ -584,7 +678,8 @@ def _progress(result: RunResult) -> str:
     other = f", [yellow]other processes used {result.other_cpu:.2f} cores[/]" if result.disturbed else ""
     return (
         f"c{result.concurrency:<3} {result.rps:9.0f} req/s  p50 {result.p50_ms:6.2f} ms  "
-        f"p99 {result.p99_ms:6.2f} ms  server CPU {result.server_cpu:.2f}{errors}{other}"
+        f"p99 {result.p99_ms:6.2f} ms  server CPU {result.cpu_us:,.0f} us/request  "
+        f"peak {result.peak_rss_mib:.0f} MiB{errors}{other}"
     )
 
 
@@ -658,18 +753,25 @@ def find_cell(outcomes: Sequence[ServerOutcome], key: str, concurrency: int) -> 
     return Cell(runs) if runs else None
 
 
+def _best(outcomes: Sequence[ServerOutcome], keys: Sequence[str], concurrency: int) -> Cell | None:
+    """The cell with the most req/s among ``keys`` at ``concurrency`` (a peer's best configuration)."""
+    cells = [cell for key in keys if (cell := find_cell(outcomes, key, concurrency)) is not None]
+    return max(cells, key=lambda cell: cell.rps, default=None)
+
+
 def _target(
     outcomes: Sequence[ServerOutcome],
     name: str,
     key: str,
-    base_key: str,
+    base_keys: Sequence[str],
     factor: float,
     concurrency: int = TARGET_CONCURRENCY,
 ) -> TargetResult:
-    """PASS when ``key``'s req/s at ``concurrency`` is at least ``factor`` times ``base_key``'s."""
-    cell, base = find_cell(outcomes, key, concurrency), find_cell(outcomes, base_key, concurrency)
+    """PASS when ``key``'s req/s at ``concurrency`` is at least ``factor`` times the best of
+    ``base_keys``'s."""
+    cell, base = find_cell(outcomes, key, concurrency), _best(outcomes, base_keys, concurrency)
     if cell is None or base is None:
-        missing = [f"{k} c{concurrency}" for k, c in ((key, cell), (base_key, base)) if c is None]
+        missing = [f"{k} c{concurrency}" for k, c in ((key, cell), ("/".join(base_keys), base)) if c is None]
         return TargetResult(name, "N/A", f"not measured: {', '.join(missing)}")
     ratio = cell.rps / base.rps if base.rps else float("inf")
     detail = (
@@ -683,18 +785,32 @@ def _target(
     return TargetResult(name, "PASS" if ratio >= factor else "FAIL", detail)
 
 
+#: MLServer's configurations; the targets compare with the faster one.
+MLSERVER_KEYS = ("mlserver", "mlserver-workers")
+#: Issue 7: the most one inferd worker serving iris may hold, in MiB of RSS.
+MEMORY_LIMIT_MIB = 150.0
+
+
 def evaluate_targets(outcomes: Sequence[ServerOutcome]) -> list[TargetResult]:
     c = TARGET_CONCURRENCY
+    mlserver, floor = MLSERVER_KEYS, ("floor",)
     return [
-        _target(outcomes, f"inferd 1 worker c{c} >= 2x MLServer", "inferd-1w", "mlserver", 2.0),
-        _target(outcomes, f"inferd 1 worker c{c} >= 85% of floor", "inferd-1w", "floor", 0.85),
-        _target(outcomes, f"inferd 2 workers c{c} >= 1.8x 1 worker", "inferd-2w", "inferd-1w", 1.8),
-        # issue 7: batching on, 2 workers, concurrency 64
-        _target(outcomes, "inferd 2 workers batching c64 >= 1.5x floor", "inferd-2w-batch", "floor", 1.5, 64),
+        # issue 2: one row per request, concurrency 16
+        _target(outcomes, f"inferd 1 worker c{c} >= 2x MLServer", "inferd-1w", mlserver, 2.0),
+        _target(outcomes, f"inferd 1 worker c{c} >= 85% of floor", "inferd-1w", floor, 0.85),
+        _target(outcomes, f"inferd 2 workers c{c} >= 1.8x 1 worker", "inferd-2w", ("inferd-1w",), 1.8),
+        # issue 7: batching on, 2 workers, concurrency 64; CPU and memory of one worker
+        _target(outcomes, "inferd 2 workers batching c64 >= 1.5x floor", "inferd-2w-batch", floor, 1.5, 64),
         _target(
-            outcomes, "inferd 2 workers batching c64 >= 5x MLServer", "inferd-2w-batch", "mlserver", 5.0, 64
+            outcomes,
+            "inferd 2 workers batching c64 >= 5x MLServer's best",
+            "inferd-2w-batch",
+            mlserver,
+            5,
+            64,
         ),
         _cpu_target(outcomes, f"inferd 1 worker c{c} server CPU per request <= 1.2x floor's", 1.2),
+        _memory_target(outcomes, f"inferd 1 worker peak RSS < {MEMORY_LIMIT_MIB:.0f} MiB"),
     ]
 
 
@@ -707,11 +823,20 @@ def _cpu_target(outcomes: Sequence[ServerOutcome], name: str, factor: float) -> 
     )
     if cell is None or base is None or not cell.rps or not base.rps:
         return TargetResult(name, "N/A", "not measured: inferd-1w and floor are both needed")
-    ours = cell.median.server_cpu / cell.rps * 1e6
-    theirs = base.median.server_cpu / base.rps * 1e6
+    ours, theirs = cell.median.cpu_us, base.median.cpu_us
     ratio = ours / theirs
     detail = f"{ours:.0f} us / {theirs:.0f} us = {ratio:.2f}x (needs <= {factor:.2f}x)"
     return TargetResult(name, "PASS" if ratio <= factor else "FAIL", detail)
+
+
+def _memory_target(outcomes: Sequence[ServerOutcome], name: str) -> TargetResult:
+    """PASS when inferd with one worker stayed under MEMORY_LIMIT_MIB of RSS all the while it served."""
+    outcome = next((o for o in outcomes if o.key == "inferd-1w" and o.peak_rss_bytes), None)
+    if outcome is None:
+        return TargetResult(name, "N/A", "not measured: inferd-1w")
+    peak = outcome.peak_rss_bytes / 2**20
+    detail = f"{peak:.1f} MiB over its {outcome.peak_processes} process(es)"
+    return TargetResult(name, "PASS" if peak < MEMORY_LIMIT_MIB else "FAIL", detail)
 
 
 def _ratio(cell: Cell, base: Cell | None) -> str:
@@ -722,15 +847,15 @@ def _ratio(cell: Cell, base: Cell | None) -> str:
 
 COLUMNS = (
     "server", "concurrency", "req/s", "p50 ms", "p99 ms", "errors",
-    "vs MLServer", "vs floor", "server CPU", "other CPU",
+    "CPU us/req", "peak MiB", "vs floor", "inferd / this", "other CPU",
 )  # fmt: skip
 
 
 def results_table(outcomes: Sequence[ServerOutcome], args: argparse.Namespace) -> Table:
     rounds = f", median of {args.rounds} rounds" if args.rounds > 1 else ""
     table = Table(
-        title=f"V2 iris: POST {INFER_PATH}, 1x4 FP32 JSON, {args.duration} s per run{rounds}, "
-        f"{CPU_COUNT} cores",
+        title=f"iris, one row per request: V2 JSON (Seldon and DEEPaaS rows: their own protocol), "
+        f"{args.duration} s per run{rounds}, {CPU_COUNT} cores",
         caption_justify="left",
     )
     for name in COLUMNS:
@@ -744,17 +869,20 @@ def results_table(outcomes: Sequence[ServerOutcome], args: argparse.Namespace) -
         for concurrency in args.concurrency:
             if (cell := find_cell(outcomes, outcome.key, concurrency)) is not None:
                 cells.append(cell)
-                table.add_row(*_row(cell, outcomes, args.rounds > 1))
+                table.add_row(*_row(cell, outcome, outcomes, args.rounds > 1))
         if outcome is not outcomes[-1]:
             table.add_section()
     table.caption = _footnotes(any(cell.errors for cell in cells), any(cell.disturbed for cell in cells))
     return table
 
 
-def _row(cell: Cell, outcomes: Sequence[ServerOutcome], spread: bool) -> list[str]:
+def _row(cell: Cell, outcome: ServerOutcome, outcomes: Sequence[ServerOutcome], spread: bool) -> list[str]:
     run = cell.median
     errors = f"[red]{cell.non_2xx} non-2xx, {cell.socket_errors} socket ![/]" if cell.errors else "0"
     other = f"[yellow]{run.other_cpu:.2f} *[/]" if run.disturbed else f"{run.other_cpu:.2f}"
+    counterpart = (
+        None if outcome.counterpart is None else find_cell(outcomes, outcome.counterpart, run.concurrency)
+    )
     row = [
         run.label,
         str(run.concurrency),
@@ -762,9 +890,10 @@ def _row(cell: Cell, outcomes: Sequence[ServerOutcome], spread: bool) -> list[st
         f"{run.p50_ms:.2f}",
         f"{run.p99_ms:.2f}",
         errors,
-        _ratio(cell, find_cell(outcomes, "mlserver", run.concurrency)),
+        f"{run.cpu_us:,.0f}",
+        f"{max(r.peak_rss_mib for r in cell.runs):.0f}",
         _ratio(cell, find_cell(outcomes, "floor", run.concurrency)),
-        f"{run.server_cpu:.2f}",
+        "-" if counterpart is None else _ratio(counterpart, cell),
         other,
     ]
     if spread:
@@ -774,12 +903,15 @@ def _row(cell: Cell, outcomes: Sequence[ServerOutcome], spread: bool) -> list[st
 
 def _footnotes(errors: bool, disturbed: bool) -> str:
     notes = [
-        "MLServer's sklearn runtime returns the predict output only; inferd and the floor run "
-        "examples/iris/model.py, which returns the label and the class probabilities.",
+        "MLServer's sklearn runtime returns the predict output only; every other server returns the label "
+        "and the class probabilities.",
         f"wrk runs on the same {CPU_COUNT} cores (-t1 at c1, -t2 above); ratios are of req/s at equal "
         "concurrency.",
-        "server CPU: cores the server's process tree used; other CPU: cores used by anything but the "
-        "server, wrk and this script.",
+        "CPU us/req: CPU time of the server's process tree per answered request; peak MiB: the peak "
+        "summed RSS of that tree during the run; other CPU: cores used by anything but the server, wrk "
+        "and this script.",
+        "inferd / this: the req/s of the inferd row speaking the same protocol (inferd 1 worker for V2, "
+        "inferd's Seldon and DEEPaaS dialect rows for theirs) over this row's.",
     ]
     if errors:
         notes.append("[red]! runs with non-2xx responses or socket errors: their numbers are not valid.[/]")
@@ -791,26 +923,60 @@ def _footnotes(errors: bool, disturbed: bool) -> str:
     return "\n".join(notes)
 
 
+def ratio_table(outcomes: Sequence[ServerOutcome], args: argparse.Namespace) -> Table | None:
+    """inferd's ratio to each peer, the row of the same protocol (inferd / peer): req/s at each
+    concurrency (higher is better), then CPU per request at the target concurrency and peak memory
+    over the whole run (lower is better)."""
+    by_key = {outcome.key: outcome for outcome in outcomes}
+    c = TARGET_CONCURRENCY
+    table = Table(title="inferd / each peer", caption_justify="left")
+    for name in (
+        "peer",
+        "inferd row",
+        *(f"req/s c{n}" for n in args.concurrency),
+        f"CPU/req c{c}",
+        "peak RSS",
+    ):
+        table.add_column(name, justify="left" if name in ("peer", "inferd row") else "right")
+    for outcome in outcomes:
+        ours = by_key.get(outcome.counterpart or "")
+        if ours is None or not outcome.runs or not ours.runs:
+            continue
+        cells = [
+            (find_cell(outcomes, ours.key, n), find_cell(outcomes, outcome.key, n)) for n in args.concurrency
+        ]
+        rps = [_ratio(a, b) if a is not None and b is not None else "-" for a, b in cells]
+        mine, theirs = find_cell(outcomes, ours.key, c), find_cell(outcomes, outcome.key, c)
+        cpu = f"{mine.median.cpu_us / theirs.median.cpu_us:.2f}x" if mine and theirs else "-"
+        memory = f"{ours.peak_rss_bytes / outcome.peak_rss_bytes:.2f}x" if outcome.peak_rss_bytes else "-"
+        table.add_row(outcome.label, ours.label, *rps, cpu, memory)
+    table.caption = "req/s: higher is better; CPU/req and RSS: lower is better."
+    return table if table.row_count else None
+
+
 def print_report(
-    outcomes: Sequence[ServerOutcome], targets: Sequence[TargetResult], args: argparse.Namespace
+    outcomes: Sequence[ServerOutcome],
+    targets: Sequence[TargetResult],
+    args: argparse.Namespace,
+    out: Console = console,
 ) -> None:
-    console.print()
+    out.print()
     if not any(outcome.runs or outcome.error for outcome in outcomes):
-        console.print("no results")
+        out.print("no results")
         return
-    console.print(results_table(outcomes, args))
-    console.print("\n[bold]Targets (issues 2 and 7)[/]")
+    out.print(results_table(outcomes, args))
+    if (ratios := ratio_table(outcomes, args)) is not None:
+        out.print()
+        out.print(ratios)
+    out.print()
+    out.print("[bold]Targets (issues 2 and 7)[/]")
     colour = {"PASS": "green", "FAIL": "red", "N/A": "yellow"}
     for target in targets:
-        console.print(f"  [{colour[target.status]}]{target.status:<4}[/] {target.name}: {target.detail}")
-    console.print("\n[bold]Peak RSS[/] (sum over the server's process tree, sampled every 0.25 s)")
-    for outcome in outcomes:
-        if outcome.peak_rss_bytes:
-            processes = f"{outcome.peak_processes} process{'es' if outcome.peak_processes > 1 else ''}"
-            console.print(f"  {outcome.label:<20} {outcome.peak_rss_bytes / 2**20:7.1f} MiB  ({processes})")
+        line = f"  [{colour[target.status]}]{target.status:<4}[/] {target.name}: {target.detail}"
+        out.print(line, soft_wrap=True)
     for outcome in outcomes:
         if outcome.error is not None:
-            console.print(f"\n[red]{outcome.label} failed:[/] {outcome.error}")
+            out.print(f"\n[red]{escape(outcome.label)} failed:[/] {escape(outcome.error)}")
 
 
 def write_json(
@@ -839,6 +1005,68 @@ def write_json(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2) + "\n")
     console.print(f"\nwrote {path}")
+
+
+def write_results(
+    name: str,
+    header: Sequence[str],
+    outcomes: Sequence[ServerOutcome],
+    targets: Sequence[TargetResult],
+    args: argparse.Namespace,
+) -> Path:
+    """The report as plain text under ``header``, in bench/results/NAME-<date>-<time>.txt (UTC)."""
+    now = datetime.now(timezone.utc)
+    buffer = io.StringIO()
+    print_report(outcomes, targets, args, Console(file=buffer, width=170, color_system=None, highlight=False))
+    body = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
+    path = BENCH / "results" / f"{name}-{now:%Y-%m-%d-%H%M}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join([*header, f"# finished {now:%Y-%m-%dT%H:%MZ}", body.strip("\n")]) + "\n")
+    console.print(f"\nwrote {path.relative_to(ROOT)}")
+    return path
+
+
+def machine_description() -> str:
+    """The machine in one line: cores, CPU model, memory, kernel, Python and wrk."""
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "?")
+    meminfo = Path("/proc/meminfo").read_text().split()
+    memory = int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20 if "MemTotal:" in meminfo else 0
+    return (
+        f"{len(os.sched_getaffinity(0))} cores (nproc), {cpu}, {memory:.0f} GiB, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}, "
+        f"{_wrk_version().split(' Copyright')[0]} on the same machine"
+    )
+
+
+def git_revision() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "?"
+
+
+#: The peers' packages whose installed versions a results file names.
+PEER_PACKAGES = ("mlserver", "mlserver_sklearn", "kserve", "bentoml", "ray", "seldon_core", "deepaas")
+
+
+def peer_versions() -> str:
+    """The peers' versions installed in bench/.envs, as 'name version, ...'."""
+    found = {}
+    for info in sorted((BENCH / ".envs").glob("*/lib/python*/site-packages/*.dist-info")):
+        name, _, version = info.name.removesuffix(".dist-info").partition("-")
+        if name.lower() in PEER_PACKAGES:
+            found[name.lower()] = version
+    return ", ".join(f"{name} {version}" for name, version in found.items()) or "none installed"
+
+
+def machine_lines(load: tuple[float, float, float]) -> list[str]:
+    """The header lines of a results file: the machine, its load when the run began, the versions."""
+    return [
+        f"# machine: {machine_description()}",
+        f"# load average when the run began: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1, 5, 15 min)",
+        f"# inferd {git_revision()}; peers: {peer_versions()}",
+    ]
 
 
 def _version(package: str) -> str | None:
@@ -879,25 +1107,35 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def _only(text: str) -> list[ServerSpec]:
-    names = {part.strip() for part in text.split(",") if part.strip()}
-    known = {spec.group for spec in SERVERS} | {spec.key for spec in SERVERS}
-    if not names or names - known:
-        raise argparse.ArgumentTypeError(f"choose from {', '.join(sorted(known))}; got '{text}'")
-    return [spec for spec in SERVERS if spec.group in names or spec.key in names]
+def _only(servers: Sequence[ServerSpec]) -> Callable[[str], list[ServerSpec]]:
+    """The parser of --only: rows named by key or by group, in the order of ``servers``."""
+
+    def parse(text: str) -> list[ServerSpec]:
+        names = {part.strip() for part in text.split(",") if part.strip()}
+        known = {spec.group for spec in servers} | {spec.key for spec in servers}
+        if not names or names - known:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(sorted(known))}; got '{text}'")
+        return [spec for spec in servers if spec.group in names or spec.key in names]
+
+    return parse
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def parse_args(
+    argv: Sequence[str] | None, servers: Sequence[ServerSpec], description: str
+) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    groups = {spec.group: [s.key for s in servers if s.group == spec.group] for spec in servers}
+    names = ", ".join(
+        f"{group} ({', '.join(keys)})" if len(keys) > 1 else group for group, keys in groups.items()
     )
     parser.add_argument(
         "--only",
-        type=_only,
-        default=list(SERVERS),
+        type=_only(servers),
+        default=list(servers),
         metavar="NAMES",
-        help="comma-separated servers: inferd (all three), inferd-1w, inferd-2w, inferd-2w-batch, floor, "
-        "mlserver [default: all]",
+        help=f"comma-separated rows or groups of rows: {names} [default: all]",
     )
     parser.add_argument("--duration", type=_seconds, default=10, help="measured run per concurrency [10s]")
     parser.add_argument(
@@ -918,8 +1156,18 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(
+    argv: Sequence[str] | None = None,
+    servers: Sequence[ServerSpec] = SERVERS,
+    script: str = "v2_iris.py",
+    results: str = "v2-iris",
+    description: str = __doc__ or "",
+) -> int:
+    """Run the rows of ``servers`` chosen by argv, print the report and write it, with the machine,
+    to bench/results/RESULTS-<date>-<time>.txt."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv, servers, description)
+    load = os.getloadavg()
     if (problem := require_wrk()) is not None:
         console.print(f"[red]error:[/] {problem}")
         return 2
@@ -930,7 +1178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ensure_model()
         expected = expected_answer()
-        outcomes = [ServerOutcome(spec.key, spec.label) for spec in args.only]
+        outcomes = [ServerOutcome(spec.key, spec.label, spec.counterpart) for spec in args.only]
         for round_ in range(1, args.rounds + 1):
             for spec, outcome in zip(args.only, outcomes, strict=True):
                 if outcome.error is None:
@@ -940,6 +1188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("\n[yellow]interrupted: the servers are stopped; partial results follow[/]")
     targets = evaluate_targets(outcomes)
     print_report(outcomes, targets, args)
+    if any(outcome.runs for outcome in outcomes):
+        header = [f"# bench/{script} {' '.join(argv)}".rstrip(), *machine_lines(load)]
+        write_results(results, header, outcomes, targets, args)
     if args.json is not None:
         write_json(args.json, outcomes, targets, args)
     if interrupted:
