@@ -24,12 +24,19 @@ from typing import TYPE_CHECKING, Any
 
 import inferd
 from inferd.core.errors import EngineError
-from inferd.core.importer import add_to_path
 from inferd.core.settings import Settings
+from inferd.dialects.graph.spec import GraphSpec
 from inferd.engines.local import Endpoints, OnReady
+from inferd.engines.ray_nodes import (
+    HandleGraphDialect,
+    NodeReplica,
+    deployment_name,
+    graph_of,
+    node_settings,
+    replica_settings,
+)
 from inferd.engines.sockets import bind_http, port_of
 from inferd.server.app import build_runtime, create_app, models_lifespan
-from inferd.server.logging import configure_logging, log_format
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -113,18 +120,13 @@ class ReplicaApp:
         await self.app(scope, receive_or_disconnect, send_named)
 
 
-def _app_builder(fields: dict[str, Any], workdir: str | None) -> Callable[[], ASGIApp]:
-    """What ``serve.ingress`` runs in each replica: inferd's app, its models loaded on startup. On a
-    local Ray, the replica works in ``workdir`` (the command's), so targets naming a module of the
-    working directory (``MyModel``) and relative paths resolve as they do without Ray."""
+def _app_builder(fields: dict[str, Any], workdir: str | None, graph: bool) -> Callable[[], ASGIApp]:
+    """What ``serve.ingress`` runs in each replica: inferd's app, its models loaded on startup (a
+    graph's with its nodes behind their deployments' handles); ``workdir`` as for `replica_settings`."""
 
     def build() -> ASGIApp:
-        if workdir is not None:
-            os.chdir(workdir)
-            add_to_path(Path(workdir))
-        settings = Settings(**fields)
-        configure_logging(settings.log_level, log_format(settings))
-        runtime = build_runtime(settings)
+        settings = replica_settings(fields, workdir)
+        runtime = build_runtime(settings, HandleGraphDialect() if graph else None)
         replica = _serve().get_replica_context().replica_id.unique_id
         return ReplicaApp(create_app(runtime, models_lifespan(runtime)), replica)
 
@@ -133,16 +135,39 @@ def _app_builder(fields: dict[str, Any], workdir: str | None) -> Callable[[], AS
 
 def application(settings: Settings, workdir: str | None = None) -> Application:
     """The inferd app as a Ray Serve application: one deployment, ``deployment_options`` applied;
-    ``workdir``: where the replicas work (as for ``_app_builder``)."""
+    for an inference graph, that ingress plus a deployment per node whose code inferd loads, bound
+    to the ingress so Serve deploys them with it. ``workdir``: where the replicas work."""
     serve = _serve()
+    graph = graph_of(settings, workdir)
 
     class InferdReplica:
-        """One copy of the inferd server; its ASGI app is built by ``serve.ingress`` on start."""
+        """One copy of the inferd server; its ASGI app is built by ``serve.ingress`` on start. A
+        graph's node deployments are its arguments (their handles, which the graph's nodes get by
+        name with ``serve.get_deployment_handle``, as the app is built apart from this object)."""
 
-    ingress = serve.ingress(_app_builder(settings.model_dump(), workdir))(InferdReplica)
+        def __init__(self, *nodes: Any) -> None:
+            self.nodes = nodes
+
+    fields = settings.model_dump()
+    ingress = serve.ingress(_app_builder(fields, workdir, graph is not None))(InferdReplica)
     deployment = serve.deployment(ingress, name=DEPLOYMENT, **deployment_options(settings))
-    bound: Application = deployment.bind()
+    nodes = [] if graph is None else _node_deployments(graph, settings, workdir)
+    bound: Application = deployment.bind(*nodes)
     return bound
+
+
+def _node_deployments(graph: GraphSpec, settings: Settings, workdir: str | None) -> list[Application]:
+    """A deployment per node whose code inferd loads, each with the node's own scale settings."""
+    serve, fields = _serve(), settings.model_dump()
+    return [
+        serve.deployment(
+            NodeReplica,
+            name=deployment_name(node.name),
+            **deployment_options(node_settings(settings, node.scale)),
+        ).bind(fields, node.name, workdir)
+        for node in graph.root.walk()
+        if node.runs_code
+    ]
 
 
 def app_builder(args: dict[str, Any]) -> Application:

@@ -40,9 +40,10 @@ class Runtime:
     dataplane: DataPlane
 
 
-def build_runtime(settings: Settings) -> Runtime:
-    """Resolve the target into registered (not yet loaded) models behind one data plane."""
-    dialect = resolve_dialect(settings.dialect, settings.target)
+def build_runtime(settings: Settings, dialect: Dialect | None = None) -> Runtime:
+    """Resolve the target into registered (not yet loaded) models behind one data plane; ``dialect``
+    replaces the one the settings name (an engine's variant of it)."""
+    dialect = dialect or resolve_dialect(settings.dialect, settings.target)
     registry = ModelRegistry()
     for served in dialect.models(settings):
         registry.add(served.name, served.factory, served.version)

@@ -21,7 +21,21 @@ class NodeError(SeldonError):
         not_implemented: bool = False,
     ) -> None:
         super().__init__(f"node '{node}': {info}", status, reason, not_implemented)
-        self.node = node
+        self.node, self.detail = node, info
+
+    def as_data(self) -> dict[str, Any]:
+        """The error as plain data, to cross a process boundary; `from_data` rebuilds it."""
+        return {
+            "node": self.node,
+            "info": self.detail,
+            "status": self.status,
+            "reason": self.reason,
+            "not_implemented": self.not_implemented,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> NodeError:
+        return cls(data["node"], data["info"], data["status"], data["reason"], data["not_implemented"])
 
     @classmethod
     def of(cls, node: str, exc: BaseException) -> NodeError:

@@ -12,10 +12,11 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.importer import split_target
 from inferd.core.model import Model
 from inferd.core.settings import Settings
-from inferd.dialects.base import ServedModel
+from inferd.dialects.base import ServedModel, TryForm
 from inferd.dialects.graph import grpc, rest, spec
 from inferd.dialects.graph.model import GraphModel
-from inferd.dialects.graph.nodes import factories
+from inferd.dialects.graph.nodes import NodeFactory, factories
+from inferd.dialects.seldon.loader import dialect as seldon_dialect
 from inferd.protocols.forms import UploadLimits
 
 
@@ -35,18 +36,27 @@ class GraphDialect:
 
     def models(self, settings: Settings) -> list[ServedModel]:
         graph = spec.load(Path(settings.target))
-        nodes = factories(graph, settings)
+        nodes = self.node_factories(graph, settings)
 
         def factory() -> Model:
             return GraphModel(graph, nodes)
 
         return [ServedModel(served_name(settings, graph), factory, settings.model_version)]
 
+    def node_factories(self, graph: spec.GraphSpec, settings: Settings) -> dict[str, NodeFactory]:
+        """How the graph model builds its nodes: here, every one in its process (an engine may put
+        them elsewhere, as the Ray engine does behind deployment handles)."""
+        return factories(graph, settings)
+
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
         return rest.routes(dataplane, served_name(settings), UploadLimits.of(settings))
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return [grpc.registrar(dataplane, served_name(settings))]
+
+    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+        """A Seldon message on the graph's external predictions route, as for one component."""
+        return seldon_dialect.try_form(name, dataplane, settings)
 
 
 dialect = GraphDialect()

@@ -321,26 +321,49 @@ class GrpcNode:
 # --- resolving a graph's nodes -------------------------------------------------------------------
 
 
-def factories(graph: GraphSpec, settings: Settings) -> dict[str, NodeFactory]:
+def factories(
+    graph: GraphSpec, settings: Settings, hosted: Callable[[NodeSpec], NodeFactory] | None = None
+) -> dict[str, NodeFactory]:
     """How to build each node of ``graph``, by name; a node whose code cannot be found is a
-    TargetError naming it."""
+    TargetError naming it. ``hosted``, when given, builds the nodes whose code would run here (on
+    Ray: a node behind its deployment's handle); built-in and remote nodes stay as they are."""
     add_to_path(graph.directory)
+    return {spec.name: _named_factory(graph, spec, settings, hosted) for spec in graph.root.walk()}
+
+
+def node_factory(graph: GraphSpec, name: str, settings: Settings) -> NodeFactory:
+    """How to build the one node ``name`` of ``graph`` here (a node's own process, on Ray)."""
+    add_to_path(graph.directory)
+    found = next((spec for spec in graph.root.walk() if spec.name == name), None)
+    if found is None:
+        raise TargetError(f"graph '{graph.name}' has no node '{name}'")
+    return _named_factory(graph, found, settings, None)
+
+
+def _named_factory(
+    graph: GraphSpec, spec: NodeSpec, settings: Settings, hosted: Callable[[NodeSpec], NodeFactory] | None
+) -> NodeFactory:
     timeouts = Timeouts(settings.graph_node_timeout, settings.graph_startup_timeout)
-    found: dict[str, NodeFactory] = {}
-    for spec in graph.root.walk():
-        try:
-            found[spec.name] = _factory(spec, graph.directory, settings, timeouts)
-        except TargetError as exc:
-            raise TargetError(f"graph '{graph.name}', node '{spec.name}': {exc.message}") from None
-    return found
+    try:
+        return _factory(spec, graph.directory, settings, timeouts, hosted)
+    except TargetError as exc:
+        raise TargetError(f"graph '{graph.name}', node '{spec.name}': {exc.message}") from None
 
 
-def _factory(spec: NodeSpec, directory: Path, settings: Settings, timeouts: Timeouts) -> NodeFactory:
+def _factory(
+    spec: NodeSpec,
+    directory: Path,
+    settings: Settings,
+    timeouts: Timeouts,
+    hosted: Callable[[NodeSpec], NodeFactory] | None,
+) -> NodeFactory:
     if spec.endpoint is not None:
         remote = RestNode if spec.endpoint.protocol == "REST" else GrpcNode
         return lambda: remote(spec, timeouts)
     if spec.target is None:
         return lambda: BuiltinNode(spec)
+    if hosted is not None:
+        return hosted(spec)
     target = _relative_to(spec.target, directory)
     dialect = resolve_dialect(spec.dialect, target) if spec.dialect == "auto" else get_dialect(spec.dialect)
     if dialect.name == "graph":

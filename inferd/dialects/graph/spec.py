@@ -49,7 +49,9 @@ SELDON_KEYS = frozenset(
         "serviceAccountName",
     }
 )
-NODE_KEYS = SELDON_KEYS | {"target", "dialect", "image"}
+#: inferd's keys of a node's Ray Serve deployment (``--engine ray``); the server's settings otherwise.
+SCALE_KEYS = frozenset({"replicas", "autoscale", "num_cpus"})
+NODE_KEYS = SELDON_KEYS | {"target", "dialect", "image"} | SCALE_KEYS
 Protocol = Literal["REST", "GRPC"]
 
 
@@ -67,6 +69,15 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
+class Scale:
+    """A node's own deployment on Ray Serve; what is None is the server's (``--replicas``, ...)."""
+
+    replicas: int | None = None
+    autoscale: str | None = None
+    num_cpus: float | None = None
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     name: str
     type: str
@@ -78,6 +89,12 @@ class NodeSpec:
     implementation: str | None = None
     parameters: dict[str, Any] | None = None
     image: str = ""
+    scale: Scale = Scale()
+
+    @property
+    def runs_code(self) -> bool:
+        """Whether inferd loads the node's code (a ``target``), not a built-in unit or a remote one."""
+        return self.endpoint is None and self.target is not None
 
     @property
     def input_method(self) -> str | None:
@@ -171,6 +188,8 @@ def _from_deployment(document: dict[str, Any], path: Path) -> tuple[str, Any, di
 class _Container:
     image: str
     env: dict[str, str]
+    #: The componentSpec's ``replicas``: those of the node's deployment on Ray.
+    replicas: int | None = None
 
 
 def _containers(predictor: dict[str, Any]) -> dict[str, _Container]:
@@ -178,6 +197,8 @@ def _containers(predictor: dict[str, Any]) -> dict[str, _Container]:
     component names its class with."""
     found: dict[str, _Container] = {}
     for component in predictor.get("componentSpecs") or []:
+        replicas = (component or {}).get("replicas")
+        replicas = replicas if type(replicas) is int and replicas >= 1 else None  # else Seldon's concern
         for container in ((component or {}).get("spec") or {}).get("containers") or []:
             if isinstance(container, dict) and container.get("name"):
                 env = {
@@ -185,7 +206,7 @@ def _containers(predictor: dict[str, Any]) -> dict[str, _Container]:
                     for item in container.get("env") or []
                     if isinstance(item, dict)
                 }
-                found[str(container["name"])] = _Container(str(container.get("image", "")), env)
+                found[str(container["name"])] = _Container(str(container.get("image", "")), env, replicas)
     return found
 
 
@@ -294,6 +315,7 @@ class _Parser:
             implementation=implementation if implementation in BUILTINS else None,
             parameters=self._parameters(raw.get("parameters"), where),
             image=str(raw.get("image") or (container.image if container else "")),
+            scale=self._scale(raw, container, where),
         )
         self._check_children(spec, where)
         return spec
@@ -337,6 +359,23 @@ class _Parser:
             raise self.fail(where, f"endpoint needs a port (port, service_port or {own}), got {port!r}")
         return Endpoint(str(host), port, "REST" if protocol == "REST" else "GRPC")
 
+    def _scale(self, raw: dict[str, Any], container: _Container | None, where: str) -> Scale:
+        """The node's ``replicas`` (else its SeldonDeployment component's), ``autoscale`` and
+        ``num_cpus``; checked here, so a bad value fails before anything is deployed."""
+        replicas = raw.get("replicas", container.replicas if container else None)
+        autoscale, cpus = raw.get("autoscale"), raw.get("num_cpus")
+        if replicas is not None and (
+            isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1
+        ):
+            raise self.fail(where, f"'replicas' must be a whole number of at least 1, got {replicas!r}")
+        if autoscale is not None and not _is_range(autoscale):
+            raise self.fail(
+                where, f"'autoscale' must be 'MIN:MAX' with MIN <= MAX and MAX >= 1, got {autoscale!r}"
+            )
+        if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus <= 0):
+            raise self.fail(where, f"'num_cpus' must be a number above 0, got {cpus!r}")
+        return Scale(replicas, autoscale, float(cpus) if cpus is not None else None)
+
     def _parameters(self, raw: Any, where: str) -> dict[str, Any] | None:
         if raw is None:
             return None
@@ -344,3 +383,9 @@ class _Parser:
             return parse_parameters(orjson.dumps(raw).decode())
         except TargetError as exc:
             raise self.fail(where, exc.message) from None
+
+
+def _is_range(value: Any) -> bool:
+    """Whether ``value`` is ``MIN:MAX`` replicas, as ``--autoscale`` takes them."""
+    low, _, high = str(value).partition(":") if isinstance(value, str) else ("", "", "")
+    return low.isdigit() and high.isdigit() and int(low) <= int(high) and int(high) >= 1

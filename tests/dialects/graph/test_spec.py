@@ -83,10 +83,30 @@ def test_a_seldon_deployment_as_json(tmp_path: Path) -> None:
         ("graph: {name: ab, implementation: RANDOM_ABTEST, children: [{name: b, target: B}]}", "2 children"),
         ("nodes: {a: {target: A}, b: {target: B}}\nroot: a", "not reachable from the root"),
         ("kind: SeldonDeployment\nspec: {predictors: []}", "needs spec.predictors"),
+        ("graph: {name: a, target: A, replicas: 0}", "'replicas' must be a whole number of at least 1"),
+        ("graph: {name: a, target: A, autoscale: '3:1'}", "'autoscale' must be 'MIN:MAX'"),
+        ("graph: {name: a, target: A, autoscale: 2}", "'autoscale' must be 'MIN:MAX'"),
+        ("graph: {name: a, target: A, num_cpus: 0}", "'num_cpus' must be a number above 0"),
     ],
 )
 def test_bad_graphs_say_what_is_wrong(tmp_path: Path, text: str, problem: str) -> None:
     assert problem in refused(tmp_path, text)
+
+
+def test_a_nodes_deployment_scale(tmp_path: Path) -> None:
+    """Its own keys, else its SeldonDeployment component's replicas, else the server's (None)."""
+    short = load(
+        tmp_path,
+        "graph: {name: a, target: A, autoscale: '0:3', num_cpus: 0.5, children: [b]}\n"
+        "nodes: {b: {target: B, replicas: 2}}",
+    )
+    assert [node.scale for node in short.root.walk()] == [spec.Scale(None, "0:3", 0.5), spec.Scale(2)]
+    deployment = """{"kind": "SeldonDeployment", "spec": {"predictors": [{"name": "p", "componentSpecs": [
+        {"replicas": 3,
+         "spec": {"containers": [{"name": "m", "env": [{"name": "MODEL_NAME", "value": "M"}]}]}}],
+        "graph": {"name": "m", "type": "MODEL"}}]}}"""
+    assert load(tmp_path, deployment, "dep.json").root.scale == spec.Scale(replicas=3)
+    assert load(tmp_path, "graph: {name: a, target: A}").root.scale == spec.Scale()
 
 
 def test_errors_name_the_node(tmp_path: Path) -> None:
