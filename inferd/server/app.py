@@ -25,6 +25,7 @@ from inferd.server import ui
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
+from inferd.server.routing import IndexedRouter
 from inferd.server.ui.describe import Describer
 
 EXTENSIONS = ("binary_tensor_data", "model_repository")
@@ -71,9 +72,9 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),
         *_authentication(runtime),
     ]
-    return Starlette(
-        routes=routes, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS, lifespan=lifespan
-    )
+    app = Starlette(middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
+    app.router = IndexedRouter(routes, lifespan=lifespan)
+    return app
 
 
 def models_lifespan(runtime: Runtime) -> Lifespan[Starlette]:

@@ -55,8 +55,11 @@ class RequestContext:
             await send(message)
 
         try:
-            if length is not None and length.isdigit() and int(length) > self.max_body_size:
+            declared = int(length) if length is not None and length.isdigit() else None
+            if declared is not None and declared > self.max_body_size:
                 await error_response(self._too_large())(scope, receive, send_with_id)
+            elif declared is not None:  # the server reads no more than Content-Length says
+                await self.app(scope, receive, send_with_id)
             else:
                 await self.app(scope, self._limited(receive), send_with_id)
         finally:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from inferd.core.offload import FIRST_STREAK, AdaptiveOffload
+from inferd.core.offload import FIRST_STREAK, WINDOW, AdaptiveOffload
 
 where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="unset")
 
@@ -35,7 +35,14 @@ def test_quick_code_starts_in_threads_with_the_callers_context_then_moves_to_the
     assert names[-1] == "MainThread:request-7"
 
 
-def test_a_slow_call_on_the_loop_sends_code_back_and_doubles_the_streak_needed() -> None:
+def busy(seconds: float) -> None:
+    """Use the CPU for ``seconds`` (sleeping would not count as the code's own work in a thread)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_a_blocking_call_on_the_loop_sends_code_back_and_doubles_the_streak_needed() -> None:
     delay = {"seconds": 0.0}
 
     def work() -> str:
@@ -45,8 +52,8 @@ def test_a_slow_call_on_the_loop_sends_code_back_and_doubles_the_streak_needed()
     async def scenario() -> tuple[list[str], int]:
         offload = AdaptiveOffload(budget_s=0.005)
         names = [await offload.run(work) for _ in range(FIRST_STREAK + 1)]
-        delay["seconds"] = 0.02
-        names.append(await offload.run(work))  # overruns on the loop
+        delay["seconds"] = 0.08
+        names.append(await offload.run(work))  # blocks the loop for over ten budgets
         delay["seconds"] = 0.0
         names.extend([await offload.run(work) for _ in range(FIRST_STREAK + 1)])
         return names, offload.needed
@@ -59,9 +66,35 @@ def test_a_slow_call_on_the_loop_sends_code_back_and_doubles_the_streak_needed()
     assert needed == 2 * FIRST_STREAK
 
 
+def test_code_that_gets_slow_on_the_loop_goes_back_after_a_window_but_one_slow_call_moves_nothing() -> None:
+    cost = {"seconds": 0.0}
+
+    def work() -> str:
+        busy(cost["seconds"])
+        return threading.current_thread().name
+
+    async def scenario() -> tuple[list[str], list[str], int]:
+        offload = AdaptiveOffload(budget_s=0.001)
+        for _ in range(FIRST_STREAK):
+            await offload.run(work)
+        cost["seconds"] = 0.003  # one call slowed down (as by the OS): stays on the loop
+        first = [await offload.run(work)]
+        cost["seconds"] = 0.0
+        first += [await offload.run(work) for _ in range(WINDOW)]
+        cost["seconds"] = 0.002  # now every call overruns the budget
+        later = [await offload.run(work) for _ in range(WINDOW + 2)]
+        return first, later, offload.needed
+
+    first, later, needed = run(scenario())  # type: ignore[misc]
+    assert set(first) == {"MainThread"}
+    assert later[:WINDOW].count("MainThread") >= WINDOW - 1  # judged over a whole window
+    assert later[-1] != "MainThread"
+    assert needed == 2 * FIRST_STREAK
+
+
 def test_slow_code_in_threads_never_moves_to_the_loop_and_errors_propagate() -> None:
     def slow() -> str:
-        time.sleep(0.003)
+        busy(0.003)
         return threading.current_thread().name
 
     def broken() -> None:
