@@ -44,6 +44,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -649,7 +658,12 @@ class ServerOutcome:
 
 
 def bench_server(
-    spec: ServerSpec, args: argparse.Namespace, expected: Expected, outcome: ServerOutcome, round_: int
+    spec: ServerSpec,
+    args: argparse.Namespace,
+    expected: Expected,
+    outcome: ServerOutcome,
+    round_: int,
+    measured: Callable[[], None] = lambda: None,
 ) -> None:
     """Start, check and measure one server, filling ``outcome`` as it goes (so Ctrl+C keeps what ran)."""
     console.print(f"[bold]{spec.label}[/]" + (f" (round {round_}/{args.rounds})" if args.rounds > 1 else ""))
@@ -664,6 +678,7 @@ def bench_server(
                         run_wrk(running, concurrency, args.warmup)
                         outcome.runs.append(run_wrk(running, concurrency, args.duration, round_))
                         console.print(f"  {_progress(outcome.runs[-1])}")
+                        measured()
                 finally:
                     rss.sample()
                     outcome.peak_rss_bytes = max(outcome.peak_rss_bytes, rss.peak_bytes)
@@ -671,6 +686,21 @@ def bench_server(
     except BenchError as exc:
         outcome.error = str(exc)
         console.print(f"  [red]failed:[/] {exc}")
+
+
+@contextlib.contextmanager
+def run_progress(total: int) -> Iterator[tuple[Progress, TaskID]]:
+    """A progress bar of the measured runs under the lines each run prints (on a terminal only)."""
+    columns = (
+        TextColumn("measured runs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        yield progress, progress.add_task("runs", total=total)
 
 
 def _progress(result: RunResult) -> str:
@@ -1179,10 +1209,14 @@ def main(
         ensure_model()
         expected = expected_answer()
         outcomes = [ServerOutcome(spec.key, spec.label, spec.counterpart) for spec in args.only]
-        for round_ in range(1, args.rounds + 1):
-            for spec, outcome in zip(args.only, outcomes, strict=True):
-                if outcome.error is None:
-                    bench_server(spec, args, expected, outcome, round_)
+        per_server = len(args.concurrency)
+        with run_progress(args.rounds * len(args.only) * per_server) as (progress, cells):
+            for round_ in range(1, args.rounds + 1):
+                for index, (spec, outcome) in enumerate(zip(args.only, outcomes, strict=True)):
+                    if outcome.error is None:
+                        bench_server(spec, args, expected, outcome, round_, lambda: progress.advance(cells))
+                    done = ((round_ - 1) * len(args.only) + index + 1) * per_server
+                    progress.update(cells, completed=done)  # a failed server's runs count as done
     except KeyboardInterrupt:
         interrupted = True
         console.print("\n[yellow]interrupted: the servers are stopped; partial results follow[/]")
