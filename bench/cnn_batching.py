@@ -53,7 +53,7 @@ import cnn_model
 import httpx
 import numpy as np
 from loadgen import ROOT, start_inferd
-from peers import Server, cell, interrupt, load, report, stop_strays
+from peers import Server, cell, header_line, interrupt, load, report, row_line, stop_strays
 from v2_iris import BenchError, stop
 
 TARGET_PATH = f"{ROOT / 'bench' / 'cnn_model.py'}:Cnn"
@@ -126,21 +126,15 @@ def check(server: Server, images: np.ndarray, expected: np.ndarray, at_once: boo
 
 def table(off: Server, on: Server) -> tuple[list[str], bool]:
     """The table's lines and whether the target is met."""
-    lines = [
-        f"{'concurrency':>11}  {'server':<12}  {'req/s':>8}  {'p50 ms':>7}  {'p99 ms':>7}  "
-        f"{'peak RSS MiB':>12}  {'errors':>6}  {'on/off req/s':>12}  {'on/off p99':>10}"
-    ]
+    lines = [header_line(("on/off req/s", 12), ("on/off p99", 10))]
     passed = None
     for concurrency in sorted(set(off.runs) & set(on.runs)):
         without, with_ = cell(off, concurrency), cell(on, concurrency)
         rps_ratio = with_.rps / without.rps if without.rps else float("inf")
         p99_ratio = with_.p99_ms / without.p99_ms if without.p99_ms else float("inf")
-        for one, ratios in ((without, ("", "")), (with_, (f"{rps_ratio:.2f}x", f"{p99_ratio:.2f}x"))):
-            name = off.name if one is without else on.name
-            lines.append(
-                f"{concurrency:>11}  {name:<12}  {one.rps:>8,.0f}  {one.p50_ms:>7.2f}  {one.p99_ms:>7.2f}  "
-                f"{one.peak_rss_mib:>12.1f}  {one.errors:>6}  {ratios[0]:>12}  {ratios[1]:>10}".rstrip()
-            )
+        ratios = ((f"{rps_ratio:.2f}x", 12), (f"{p99_ratio:.2f}x", 10))
+        lines.append(row_line(concurrency, off.name, without, ("", 12), ("", 10)))
+        lines.append(row_line(concurrency, on.name, with_, *ratios))
         if concurrency == TARGET_CONCURRENCY:
             passed = (
                 rps_ratio >= TARGET_RPS_RATIO

@@ -176,6 +176,28 @@ def cell(server: Server, concurrency: int) -> Cell:
     )
 
 
+def header_line(*extra: tuple[str, int]) -> str:
+    """The titles of a peer table, then ``extra`` (title, width) columns."""
+    base = (
+        f"{'concurrency':>11}  {'server':<12}  {'req/s':>8}  {'p50 ms':>7}  {'p99 ms':>7}  "
+        f"{'peak RSS MiB':>12}  {'errors':>6}"
+    )
+    return _with_columns(base, extra)
+
+
+def row_line(concurrency: int, name: str, one: Cell, *extra: tuple[str, int]) -> str:
+    """One server's cell of a peer table, then ``extra`` (text, width) columns."""
+    base = (
+        f"{concurrency:>11}  {name:<12}  {one.rps:>8,.0f}  {one.p50_ms:>7.2f}  {one.p99_ms:>7.2f}  "
+        f"{one.peak_rss_mib:>12.1f}  {one.errors:>6}"
+    )
+    return _with_columns(base, extra)
+
+
+def _with_columns(base: str, extra: tuple[tuple[str, int], ...]) -> str:
+    return (base + "".join(f"  {text:>{width}}" for text, width in extra)).rstrip()
+
+
 @dataclass(frozen=True)
 class Target:
     concurrency: int
@@ -186,19 +208,13 @@ class Target:
 def table(inferd: Server, peer: Server, target: Target) -> tuple[list[str], bool]:
     """The table's lines and whether the target is met."""
     ratio_title = f"inferd / {peer.name}"
-    lines = [
-        f"{'concurrency':>11}  {'server':<11}  {'req/s':>8}  {'p50 ms':>7}  {'p99 ms':>7}  "
-        f"{'peak RSS MiB':>12}  {'errors':>6}  {ratio_title:>20}"
-    ]
+    lines = [header_line((ratio_title, 20))]
     passed = None
     for concurrency in sorted(set(inferd.runs) & set(peer.runs)):
         ours, theirs = cell(inferd, concurrency), cell(peer, concurrency)
         ratio = ours.rps / theirs.rps if theirs.rps else float("inf")
         for name, one, shown in ((inferd.name, ours, f"{ratio:.2f}x"), (peer.name, theirs, "")):
-            lines.append(
-                f"{concurrency:>11}  {name:<11}  {one.rps:>8,.0f}  {one.p50_ms:>7.2f}  {one.p99_ms:>7.2f}  "
-                f"{one.peak_rss_mib:>12.1f}  {one.errors:>6}  {shown:>20}".rstrip()
-            )
+            lines.append(row_line(concurrency, name, one, (shown, 20)))
         if concurrency == target.concurrency:
             passed = ratio >= target.ratio and not ours.errors + theirs.errors
             if target.lower_p99:
