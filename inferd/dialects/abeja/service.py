@@ -69,6 +69,7 @@ class Call:
 
 class AbejaModel(Model):
     platform: ClassVar[str] = "abeja"
+    user_threads: ThreadPoolExecutor
     inputs = (TensorSpec(JSON_TENSOR, "BYTES", (-1,)),)
     outputs = (TensorSpec(JSON_TENSOR, "BYTES", (-1,)),)
 
@@ -84,8 +85,7 @@ class AbejaModel(Model):
         self.target, self.style, self.max_image_pixels = target, style, max_image_pixels
         self.max_video_seconds, self.uploads = max_video_seconds, uploads
         self.predict_in_thread = True if predict_in_thread is True else "auto"
-        self.handler_threads = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="abeja-handler")
-        self.user_threads = self.handler_threads
+        self.user_threads = ThreadPoolExecutor(HANDLER_THREADS, thread_name_prefix="abeja-handler")
 
     def load(self) -> None:
         self.handler: Handler = load_handler(self.target, self.style)
@@ -94,7 +94,7 @@ class AbejaModel(Model):
         logger.info("handler %s loaded (%s style)", self.handler.target, self.handler.style)
 
     def unload(self) -> None:
-        self.handler_threads.shutdown(wait=False, cancel_futures=True)
+        self.user_threads.shutdown(wait=False, cancel_futures=True)
 
     async def respond(self, call: Call) -> Answer:
         """`answer` off the event loop, or on it for quick JSON requests (see the module's docstring)."""
