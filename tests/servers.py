@@ -1,4 +1,5 @@
-"""Real inferd servers for tests: ``inferd serve`` in a subprocess on free loopback ports."""
+"""Real servers for tests: ``inferd serve`` in a subprocess on free loopback ports, or an ASGI app
+on uvicorn in a thread."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import uvicorn
+from starlette.types import ASGIApp
 
 READY = re.compile(
     r"inferd ready: http://(?P<host>[^:]+):(?P<port>\d+) grpc=(?P<grpc>\S+) models=(?P<models>\S*)"
@@ -160,3 +163,23 @@ def pids_seen(
         if len(seen) >= want:
             break
     return seen
+
+
+@contextmanager
+def serve_asgi(app: ASGIApp) -> Iterator[str]:
+    """``app`` on uvicorn in a thread, on a free loopback port; yields its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -23,9 +23,9 @@ from inferd.protocols import prometheus
 from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import ui
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
-from inferd.server.errors import EXCEPTION_HANDLERS
+from inferd.server.errors import EXCEPTION_HANDLERS, TYPED_ERROR_HANDLERS
 from inferd.server.middleware import RequestContext
-from inferd.server.routing import IndexedRouter
+from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes
 from inferd.server.ui.describe import Describer
 
 EXTENSIONS = ("binary_tensor_data", "model_repository")
@@ -68,12 +68,14 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
         # Last: a dialect may end with a fallback answering unknown paths its own way.
         *dialect_routes,
     ]
+    router = IndexedRouter(routes, lifespan=lifespan)
     middleware = [
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),
         *_authentication(runtime),
+        Middleware(DirectRoutes, routes=direct_routes(router.fixed), handlers=TYPED_ERROR_HANDLERS),
     ]
     app = Starlette(middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
-    app.router = IndexedRouter(routes, lifespan=lifespan)
+    app.router = router
     return app
 
 

@@ -45,9 +45,11 @@ async def handle_unexpected(request: Request, exc: Exception) -> Response:
     return error_response(exc)
 
 
-EXCEPTION_HANDLERS = {
+#: The errors answered where they are raised; any other reaches the server error middleware.
+TYPED_ERROR_HANDLERS = {
     InferdError: handle_inferd_error,
     HTTPException: handle_http_exception,
     ClientDisconnect: handle_disconnect,
-    Exception: handle_unexpected,
 }
+#: Starlette's table: its server error middleware takes the handler of ``Exception`` (a 500).
+EXCEPTION_HANDLERS = {**TYPED_ERROR_HANDLERS, Exception: handle_unexpected}

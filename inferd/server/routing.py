@@ -1,19 +1,29 @@
-"""Starlette's router with a shortcut for the routes of a fixed path.
+"""Shortcuts to the routes of a fixed path, which are the hot ones (ABEJA's ``/``, Seldon's ``/predict``).
 
 Starlette tries routes in order, one regular expression each. A dialect's routes sit behind the V2
-table, the metrics and the page, so a request to ABEJA's ``/`` or Seldon's ``/predict`` paid a score
-of failed matches before its own, which cost more than a small handler. `IndexedRouter` finds a fixed
-path's route with one dict lookup, when no earlier route could match that path (checked once, when
-the app is built), and otherwise scans as Starlette does, so the answer is always the same.
+table, the metrics and the page, so a request to a dialect's route paid a score of failed matches
+before its own, which cost more than a small handler. `IndexedRouter` finds a fixed path's route with
+one dict lookup, when no earlier route could match that path (checked once, when the app is built),
+and otherwise scans as Starlette does, so the answer is always the same.
+
+`DirectRoutes` goes one step further for the fixed routes whose endpoint is a bare ASGI app (see
+`inferd.protocols.asgi`): as the innermost middleware, it calls them before Starlette's exception
+middleware and router, which wrap every request in a `Request` and two more closures. It answers
+the errors it knows with the app's own handlers and lets any other reach the server error
+middleware, so a request gets the same answer either way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
 
 
 class IndexedRouter(Router):
@@ -49,3 +59,42 @@ def fixed_routes(routes: Sequence[BaseRoute]) -> dict[str, Route]:
 def _may_match(route: BaseRoute, path: str) -> bool:
     pattern = getattr(route, "path_regex", None)
     return pattern is None or pattern.match(path) is not None
+
+
+class DirectRoutes:
+    """Calls the fixed routes of bare ASGI endpoints (``routes``, by path) straight from the middleware
+    stack; ``handlers`` answer the exceptions they name (by class, the closest base first), and any
+    other exception propagates as it would from the router."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        routes: Mapping[str, Route],
+        handlers: Mapping[type[BaseException], ExceptionHandler],
+    ) -> None:
+        self.app, self.routes, self.handlers = app, dict(routes), dict(handlers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = self.routes.get(scope["path"]) if scope["type"] == "http" else None
+        if route is None or scope.get("root_path") or route.matches(scope)[0] is not Match.FULL:
+            await self.app(scope, receive, send)
+            return
+        try:
+            await route.app(scope, receive, send)
+        except Exception as exc:
+            handler = self._handler_for(exc)
+            if handler is None:
+                raise
+            response = await handler(Request(scope, receive), exc)
+            await response(scope, receive, send)
+
+    def _handler_for(self, exc: Exception) -> ExceptionHandler | None:
+        for kind in type(exc).__mro__:
+            if kind in self.handlers:
+                return self.handlers[kind]
+        return None
+
+
+def direct_routes(routes: Mapping[str, Route]) -> dict[str, Route]:
+    """The fixed routes (`fixed_routes`) whose endpoint is a bare ASGI app, not a request function."""
+    return {path: route for path, route in routes.items() if route.app is route.endpoint}

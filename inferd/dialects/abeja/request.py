@@ -85,18 +85,18 @@ class HttpHeaders:
 
 
 class Request(Mapping[str, Any]):
+    """The handler's ``request``. The two views of the headers are built on first use: most handlers
+    read only the body, and grouping and sorting headers would be a good part of a small request."""
+
     def __init__(
         self, method: str, content_type: str, headers: list[tuple[str, str]], contents: list[Part]
     ) -> None:
-        visible = [(key.lower(), value) for key, value in headers if key.lower() != "host"]
-        grouped: dict[str, list[str]] = {}
-        for key, value in visible:
-            grouped.setdefault(key, []).append(value)
+        self._raw_headers = headers
         self._fields: dict[str, Any] = {
             "http_method": method,
             "content_type": content_type,
-            "headers": [{"key": key, "values": grouped[key]} for key in sorted(grouped)],
-            "http_headers": HttpHeaders(visible),
+            "headers": None,
+            "http_headers": None,
             "contents": contents,
         }
 
@@ -105,7 +105,19 @@ class Request(Mapping[str, Any]):
             if not self._fields["contents"]:
                 raise ValueError("no content")
             return self._fields["contents"][0]["metadata"]
-        return self._fields[key]
+        value = self._fields[key]
+        if value is None and key in ("headers", "http_headers"):
+            self._group_headers()
+            value = self._fields[key]
+        return value
+
+    def _group_headers(self) -> None:
+        visible = [(key.lower(), value) for key, value in self._raw_headers if key.lower() != "host"]
+        grouped: dict[str, list[str]] = {}
+        for key, value in visible:
+            grouped.setdefault(key, []).append(value)
+        self._fields["headers"] = [{"key": key, "values": grouped[key]} for key in sorted(grouped)]
+        self._fields["http_headers"] = HttpHeaders(visible)
 
     def __iter__(self) -> Iterator[str]:
         return iter([*self._fields, "metadata"])

@@ -15,8 +15,7 @@ import io
 import json
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -28,8 +27,7 @@ from inferd.protocols.status import scrubbed
 JSON = "application/json"
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     status: int
     body: bytes
     content_type: str
@@ -81,8 +79,10 @@ def serialize(content: Any, content_type: str) -> bytes:
     for ``text/csv``. A dict or str content is one item; any other iterable is the items."""
     if content is None:
         return b""
+    if isinstance(content, dict) and not _is_csv(content_type):  # the common case, without the loop
+        return _ENCODER.encode(content).encode()
     items: Iterable[Any] = [content] if isinstance(content, (dict, str)) else content
-    csv_rows = content_type.split(";", 1)[0].strip().lower() == "text/csv"
+    csv_rows = _is_csv(content_type)
     buffer = io.BytesIO()
     writer: csv.DictWriter[Any] | None = None
     for item in _key_pairs_as_dicts(iter(items)):
@@ -96,8 +96,12 @@ def serialize(content: Any, content_type: str) -> bytes:
             writer.writerow(item)
         else:
             _new_line(buffer)
-            buffer.write(json.dumps(item, default=_json_default).encode())
+            buffer.write(_ENCODER.encode(item).encode())
     return buffer.getvalue()
+
+
+def _is_csv(content_type: str) -> bool:
+    return content_type.split(";", 1)[0].strip().lower() == "text/csv"
 
 
 def _key_pairs_as_dicts(items: Iterator[Any]) -> Iterator[Any]:
@@ -143,6 +147,10 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
         return value.isoformat()
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+#: ``json.dumps`` with the default above, built once: ``json.dumps(default=...)`` builds one per call.
+_ENCODER = json.JSONEncoder(default=_json_default)
 
 
 # --- 18.10: yielded values ----------------------------------------------------------------------

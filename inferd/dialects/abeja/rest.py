@@ -20,8 +20,13 @@ HEALTHY = Answer(200, b'{"status":"ok"}', "application/json")
 
 
 async def send_answer(send: Send, answer: Answer) -> None:
-    headers = {**dict(answer.headers), "content-type": answer.content_type}
-    raw = [(key.lower().encode("latin-1"), value.encode("latin-1")) for key, value in headers.items()]
+    """The answer's headers, its own Content-Type in place of any the handler's metadata names."""
+    raw = [
+        (name, value.encode("latin-1"))
+        for key, value in answer.headers
+        if (name := key.lower().encode("latin-1")) != b"content-type"
+    ]
+    raw.append((b"content-type", answer.content_type.encode("latin-1")))
     await asgi.send_response(send, answer.status, answer.body, raw)
 
 

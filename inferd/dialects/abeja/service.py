@@ -16,9 +16,8 @@ import logging
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 from urllib.parse import quote
 
 import numpy as np
@@ -56,8 +55,7 @@ HANDLER_THREADS = 40
 INLINE_BODY_LIMIT = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """One request as the handler's world sees it; ``body`` is a file for run-local and batch runs."""
 
     method: str

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from marshmallow import Schema, fields, validate
 from openapi_spec_validator import validate as validate_spec
 from starlette.applications import Starlette
@@ -22,6 +18,7 @@ from starlette.routing import Route, Router
 from inferd.dialects.deepaas import ui
 from inferd.dialects.deepaas.swagger import ModelDoc, document
 from tests import browser
+from tests.servers import serve_asgi
 
 ACCEPT = ["application/json", "text/plain", "image/png"]
 
@@ -438,21 +435,8 @@ def served_docs() -> Iterator[str]:
         return JSONResponse(doc)
 
     app = Starlette(routes=[*ui.routes(base), Route(f"{base}/swagger.json", swagger_json)])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}{base}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with serve_asgi(app) as url:
+        yield f"{url}{base}"
 
 
 def test_swagger_ui_renders_the_models_operations(served_docs: str) -> None:
