@@ -22,7 +22,7 @@ from inferd.core.settings import Settings
 from inferd.dialects.graph import spec
 from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.loader import GraphDialect
-from inferd.dialects.graph.nodes import Node, NodeFactory, factories, node_factory
+from inferd.dialects.graph.nodes import Node, NodeFactory, as_message, factories, node_factory
 from inferd.server.logging import configure_logging, log_format
 
 #: Node deployments are named after their node, apart from the ingress (``inferd``).
@@ -89,7 +89,7 @@ class NodeReplica:
 
     async def _reply(self, answer: Awaitable[Any]) -> dict[str, Any]:
         try:
-            return {"answer": await answer}
+            return {"answer": as_message(await answer)}
         except Exception as exc:
             return {"error": NodeError.of(self.name, exc).as_data()}
 

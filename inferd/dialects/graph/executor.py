@@ -22,8 +22,9 @@ from prometheus_client import Histogram
 
 from inferd.core import metrics
 from inferd.dialects.graph.errors import NodeError
-from inferd.dialects.graph.nodes import Node
+from inferd.dialects.graph.nodes import Node, SeldonNode, as_message
 from inferd.dialects.graph.spec import NodeSpec
+from inferd.dialects.seldon.payload import Decoded
 
 ALL, STOP = -1, -2
 Routing = dict[str, int]
@@ -40,6 +41,8 @@ class Step:
         self.image = spec.image or spec.target or (spec.endpoint.address if spec.endpoint else "")
         self.children = [Step(child, nodes, graph) for child in spec.children]
         self.graph = graph
+        #: Whether the node takes `Decoded` messages; every other node gets them as messages.
+        self.takes_decoded = isinstance(self.node, SeldonNode)
         #: Latency series by method, made on first use so /metrics lists only the calls a node gets.
         self.timers: dict[str, Histogram] = {}
 
@@ -47,6 +50,8 @@ class Step:
         timer = self.timers.get(method)
         if timer is None:
             timer = self.timers[method] = metrics.GRAPH_NODE_LATENCY.labels(self.graph, self.name, method)
+        if not self.takes_decoded:
+            message = as_message(message)
         started = time.perf_counter()
         try:
             return await self.node.call(method, message)
@@ -63,7 +68,7 @@ class Executor:
     async def predict(self, message: Any) -> Any:
         """The graph's answer to ``message``, with ``meta.routing`` and ``meta.requestPath`` filled."""
         routing: Routing = {}
-        answer = await self._predict(self.root, message, routing)
+        answer = as_message(await self._predict(self.root, message, routing))
         if isinstance(answer, dict):
             answer = {**answer, "meta": {**(answer.get("meta") or {}), "routing": routing}}
         return answer
@@ -83,13 +88,15 @@ class Executor:
         routing[step.name] = route
         if route == STOP:
             return message
-        if route == ALL:
+        if route == ALL and len(step.children) > 1:
             answers = await _all(self._predict(child, message, routing) for child in step.children)
+        elif route == ALL:
+            answers = [await self._predict(step.children[0], message, routing)]
         else:
             answers = [await self._predict(step.children[route], message, routing)]
         if not step.combines:
             return answers[0]
-        return _visited(step, await step.call("aggregate", answers))
+        return _visited(step, await step.call("aggregate", as_message(answers)))
 
     async def _route(self, step: Step, message: Any) -> int:
         answer = await step.call("route", message)
@@ -146,6 +153,8 @@ async def _all(calls: Any) -> list[Any]:
 def _visited(step: Step, message: Any) -> Any:
     """``message`` with the node in ``meta.requestPath``: a Seldon component adds itself, a remote or
     other node may not. The message is copied, never changed: siblings may share it."""
+    if isinstance(message, Decoded):  # only local Seldon nodes answer these, and they add themselves
+        return message
     if not isinstance(message, dict):
         return message
     meta = message.get("meta")

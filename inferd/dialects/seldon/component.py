@@ -16,8 +16,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from google.protobuf import json_format
@@ -54,8 +53,11 @@ V2_METHODS = {
 UNSET = object()
 
 
-@dataclass(frozen=True)
-class Reply:
+#: What `_record_metrics` gets from a class without ``metrics()``: nothing to validate.
+NO_METRICS: tuple[dict[str, Any], ...] = ()
+
+
+class Reply(NamedTuple):
     body: Any
     status: int = 200
 
@@ -97,6 +99,8 @@ class SeldonModel(Model):
 
     def load(self) -> None:
         self.user = self.user_class(**self.parameters)
+        self._user_methods: dict[str, Callable[..., Any] | None] = {}
+        self._passes_decoded: dict[str, bool] = {}
         user_load = getattr(self.user, "load", None)
         if callable(user_load):
             try:
@@ -140,9 +144,9 @@ class SeldonModel(Model):
 
     def call(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
         """Answer ``request`` with the Seldon ``method``; ``native`` is what raw methods receive."""
-        legacy = getattr(self.user, f"{method}_{protocol}", None)
+        legacy = self._user_method(f"{method}_{protocol}")
         raw_input = request if native is UNSET else native
-        if callable(legacy):
+        if legacy is not None:
             logger.warning("%s_%s is deprecated; use %s_raw", method, protocol, method)
             return Reply(_plain(legacy(raw_input)))
         return self._methods[method](request, raw_input, protocol)
@@ -221,6 +225,39 @@ class SeldonModel(Model):
         )
         return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), label))
 
+    # --- in a graph: decoded messages between local nodes -----------------------------------------
+
+    def passes_decoded(self, name: str) -> bool:
+        """Whether ``name`` can take and give `payload.Decoded` messages (`call_decoded`): a
+        transform_input, predict or transform_output the class has, with nothing that reads or adds
+        to the message itself (no raw or legacy method, no ``tags()`` or ``metrics()``), not batched."""
+        passes = self._passes_decoded.get(name)
+        if passes is None:
+            readers = (f"{name}_raw", f"{name}_rest", "tags", "metrics")
+            passes = self._passes_decoded[name] = (
+                name in LABELS
+                and self._user_method(name) is not None
+                and all(self._user_method(reader) is None for reader in readers)
+                and not (name == "predict" and self.batcher is not None)
+            )
+        return passes
+
+    def call_decoded(self, name: str, request: Any) -> payload.Decoded | dict[str, Any]:
+        """`call` of a `passes_decoded` method for the next local node of a graph: ``request`` a
+        message or an already decoded one, and the answer left decoded when `payload.passed_on` can
+        (the next node would only decode it again), else the message `call` answers."""
+        decoded = request if isinstance(request, payload.Decoded) else payload.decode(request)
+        identity = [] if name == "predict" else decoded.features
+        result = self._optional(
+            name, lambda f: self._with_meta(name, f, decoded.features, decoded.names, decoded.meta), identity
+        )
+        puid = (decoded.meta or {}).get("puid")
+        meta = self._meta(decoded.meta, {}, [], puid)
+        passed = payload.passed_on(result, decoded.kind, self._class_names, meta)
+        if passed is not None:
+            return passed
+        return self._respond(result, decoded.kind, decoded.meta, puid, LABELS[name])
+
     def _route(self, request: Any, raw_input: Any, protocol: str) -> Reply:
         found, raw = self._raw("route", raw_input, metrics.ROUTE)
         if found:
@@ -292,8 +329,8 @@ class SeldonModel(Model):
     def _raw(self, name: str, raw_input: Any, label: str) -> tuple[bool, Any]:
         """(True, answer) when the user class has a raw method that answered; its ``meta.metrics`` are
         recorded, and dropped from the answer when metrics are not included in client responses."""
-        function = getattr(self.user, f"{name}_raw", None)
-        if not callable(function):
+        function = self._user_method(f"{name}_raw")
+        if function is None:
             return False, None
         try:
             result = _plain(function() if raw_input is UNSET else function(raw_input))
@@ -310,8 +347,8 @@ class SeldonModel(Model):
     def _optional(self, name: str, invoke: Callable[[Any], Any], absent: Any, stubbed: Any = UNSET) -> Any:
         """``invoke(method)`` if the user class has ``name``, else ``absent`` (raised if an error);
         a `SeldonComponent` stub counts as absent (or answers ``stubbed``)."""
-        function = getattr(self.user, name, None)
-        if callable(function):
+        function = self._user_method(name)
+        if function is not None:
             try:
                 return invoke(function)
             except Exception as exc:
@@ -322,6 +359,16 @@ class SeldonModel(Model):
         if isinstance(absent, SeldonError):
             raise absent
         return absent
+
+    def _user_method(self, name: str) -> Callable[..., Any] | None:
+        """The user object's method ``name``, or None; looked up once per name, after `load` (as
+        `_meta_rule`), not on every request."""
+        try:
+            return self._user_methods[name]
+        except KeyError:
+            function = getattr(self.user, name, None)
+            found = self._user_methods[name] = function if callable(function) else None
+            return found
 
     def _with_meta(self, name: str, function: Callable[..., Any], X: Any, names: Any, meta: Any) -> Any:
         rule = self._meta_rule.get(name)
@@ -345,16 +392,20 @@ class SeldonModel(Model):
             result, runtime_tags, runtime_metrics = result.data, result.tags or {}, result.metrics or []
         custom = self._record_metrics(label, runtime_metrics)
         body = payload.encode(result, kind, self._class_names)
+        tags = {**(self._optional("tags", _called, {}) or {}), **runtime_tags}
+        body["meta"] = self._meta(request_meta, tags, custom if self.include_metrics else [], puid)
+        return body
+
+    def _meta(
+        self, request_meta: dict[str, Any] | None, tags: dict[str, Any], metrics: list[Any], puid: Any
+    ) -> dict[str, Any]:
+        """An answer's meta: the request's tags, metrics and path, with this unit's added."""
         meta: dict[str, Any] = {}
         request_meta = request_meta or {}
-        tags = {
-            **(request_meta.get("tags") or {}),
-            **(self._optional("tags", lambda f: f(), {}) or {}),
-            **runtime_tags,
-        }
+        tags = {**(request_meta.get("tags") or {}), **tags}
         if tags:
             meta["tags"] = tags
-        metrics_out = [*(request_meta.get("metrics") or []), *(custom if self.include_metrics else [])]
+        metrics_out = [*(request_meta.get("metrics") or []), *metrics]
         if metrics_out:
             meta["metrics"] = metrics_out
         if puid:
@@ -364,11 +415,11 @@ class SeldonModel(Model):
             path[self.unit_id] = self.unit_image
         if path:
             meta["requestPath"] = path
-        body["meta"] = meta
-        return body
+        return meta
 
     def _record_metrics(self, label: str, runtime: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        custom = metrics.validate(self._optional("metrics", lambda f: f(), []))
+        found = self._optional("metrics", _called, NO_METRICS)
+        custom = [] if found is NO_METRICS else metrics.validate(found)
         if runtime:
             custom = [*custom, *metrics.validate(runtime)]
         if custom:
@@ -429,3 +480,7 @@ def _plain(value: Any) -> Any:
 def _puid(message: Any) -> Any:
     meta = message.get("meta") if isinstance(message, dict) else None
     return meta.get("puid") if isinstance(meta, dict) else None
+
+
+def _called(function: Callable[[], Any]) -> Any:
+    return function()

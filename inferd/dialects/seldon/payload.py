@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -23,14 +23,17 @@ PAYLOAD_KEYS = ("data", "jsonData", "strData", "binData")
 NO_NAMES: list[str] = []
 
 
-@dataclass(frozen=True)
-class Decoded:
+class Decoded(NamedTuple):
     """One message as a user method sees it; ``kind`` is ``data``'s type or the payload key."""
 
     features: Any
     names: list[str]
     meta: dict[str, Any] | None
     kind: str
+
+
+#: The dtype kinds `np.number` covers: integers, floats, complex and timedelta (not bool).
+NUMBER_KINDS = frozenset("iufcm")
 
 
 def decode(message: Any) -> Decoded:
@@ -124,7 +127,7 @@ def encode(result: Any, request_kind: str, class_names: Any) -> dict[str, Any]:
         array, as_list = _as_array(result), result
     else:
         raise SeldonError(f"Unknown data type returned as payload (must be list or np array):{short(result)}")
-    numeric = np.issubdtype(array.dtype, np.number)
+    numeric = array.dtype.kind in NUMBER_KINDS
     kind = request_kind if request_kind in ("tensor", "tftensor") else "tensor"
     if not numeric or request_kind == "ndarray":
         kind = "ndarray"
@@ -136,6 +139,38 @@ def encode(result: Any, request_kind: str, class_names: Any) -> dict[str, Any]:
     else:
         data["ndarray"] = as_list if as_list is not None else array.tolist()
     return {"data": data}
+
+
+#: The dtype ``np.array`` gives the lists ``tolist`` makes of an array, by the array's dtype kind
+#: (unsigned integers of 8 bytes can exceed int64, so they take the long way).
+LIST_ROUND_TRIP = {"f": np.float64, "i": np.int64, "b": np.bool_, "c": np.complex128}
+
+
+def passed_on(result: Any, request_kind: str, class_names: Any, meta: dict[str, Any]) -> Decoded | None:
+    """What `decode` would read back from the message `encode` makes of ``result`` (with ``meta``),
+    without the round trip through lists: a graph hands it from one local node to the next. None for
+    results that are not a non-empty numeric or boolean array, whose round trip this does not mirror."""
+    if not isinstance(result, np.ndarray) or result.ndim == 0 or result.size == 0:
+        return None
+    kind_of_dtype = result.dtype.kind
+    dtype = LIST_ROUND_TRIP.get(kind_of_dtype)
+    if kind_of_dtype == "u" and result.dtype.itemsize < 8:
+        dtype = np.int64
+    if dtype is None or request_kind == "tftensor":
+        return None
+    kind = "ndarray" if request_kind == "ndarray" or kind_of_dtype == "b" else "tensor"
+    return Decoded(result.astype(dtype), names_of(result, class_names), meta, kind)
+
+
+def as_message(decoded: Decoded) -> dict[str, Any]:
+    """The message of a `passed_on` answer, as `encode` would have made it."""
+    features: np.ndarray = decoded.features
+    data: dict[str, Any] = {"names": decoded.names}
+    if decoded.kind == "tensor":
+        data["tensor"] = {"shape": list(features.shape), "values": features.ravel().tolist()}
+    else:
+        data["ndarray"] = features.tolist()
+    return {"data": data, "meta": decoded.meta or {}}
 
 
 def as_output(body: Any) -> np.ndarray:
@@ -165,8 +200,13 @@ def names_of(array: np.ndarray, class_names: Any) -> list[str]:
         return NO_NAMES
     names = class_names() if callable(class_names) else class_names
     if names is None:
-        return [f"t:{index}" for index in range(array.shape[1])]
+        return list(_default_names(array.shape[1]))
     return list(names)
+
+
+@functools.lru_cache(maxsize=64)
+def _default_names(width: int) -> tuple[str, ...]:
+    return tuple(f"t:{index}" for index in range(width))
 
 
 def _as_array(values: list[Any]) -> np.ndarray:

@@ -13,6 +13,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope
 
 from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
@@ -20,7 +21,7 @@ from inferd.core.errors import InvalidInput, ModelNotReady, PayloadTooLarge
 from inferd.dialects.seldon import openapi
 from inferd.dialects.seldon.component import SeldonModel, environment_flag
 from inferd.dialects.seldon.errors import INTERNAL_ERROR, SeldonError, as_seldon_error
-from inferd.protocols import prometheus
+from inferd.protocols import asgi, prometheus
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 from inferd.protocols.forms import UploadLimits, read_form
 from inferd.protocols.status import error_headers
@@ -30,6 +31,8 @@ BOTH = ("GET", "POST")
 GET = ("GET", "HEAD")
 POST = ("POST",)
 CORS = {"Access-Control-Allow-Origin": "*"}
+#: `json_response`'s headers, for bare ASGI endpoints (names lower-case).
+JSON_HEADERS = [(b"access-control-allow-origin", b"*"), (b"content-type", b"application/json")]
 NOT_FOUND = (
     "404 Not Found: The requested URL was not found on the server. If you entered the URL manually "
     "please check your spelling and try again."
@@ -74,12 +77,24 @@ async def read_message(request: Request, limits: UploadLimits) -> Any:
         form = await _form(request, limits)
         if "json" in form:
             return _loads(str(form["json"]))
-    if "json" in request.query_params:
+    if request.scope["query_string"] and "json" in request.query_params:
         return _loads(request.query_params["json"])
     body = await request.body()
     if body and any(kind in content_type for kind in JSON_TYPES):
         return _loads(body)
     raise SeldonError("Can't find JSON in data")
+
+
+async def read_message_asgi(scope: Scope, receive: Receive, limits: UploadLimits) -> Any:
+    """`read_message` for a bare ASGI endpoint: the common case, a JSON body and no query string, read
+    without building a `Request`; any other form through `read_message`."""
+    content_type = asgi.header(scope, b"content-type") or ""
+    if scope["query_string"] or "form" in content_type or not any(k in content_type for k in JSON_TYPES):
+        return await read_message(Request(scope, receive), limits)
+    body = await asgi.read_body(receive)
+    if not body:
+        raise SeldonError("Can't find JSON in data")
+    return _loads(body)
 
 
 async def _form(request: Request, limits: UploadLimits) -> FormData:
