@@ -22,18 +22,15 @@ from inferd.core.errors import EngineError, InferdError, ListenError, ModelLoadE
 from inferd.core.importer import split_target
 from inferd.core.project import project_settings
 from inferd.core.settings import Settings
-from inferd.deploy import docker, k8s
-from inferd.deploy.project import Project, project_of
 from inferd.dialects import resolve_dialect
 from inferd.engines import local
-from inferd.engines import ray as ray_engine
-from inferd.engines.supervisor import Supervisor
 from inferd.protocols.status import error_message
 from inferd.protocols.v2.http_codec import decode_request, encode_response
 from inferd.server.app import Runtime, build_runtime
 from inferd.server.logging import configure_logging, log_format
 
 if TYPE_CHECKING:  # the dialects' command-line helpers load only for their commands: serving stays lean
+    from inferd.deploy.project import Project
     from inferd.dialects.abeja import local as abeja
     from inferd.dialects.abeja.service import AbejaModel, Call
 
@@ -263,9 +260,14 @@ def serve(
     runtime = _runtime_or_exit(settings)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
+        # Imported when used: a single process serving a model keeps neither in memory.
         if settings.engine == "ray":
+            from inferd.engines import ray as ray_engine
+
             code = ray_engine.run(settings, local.print_ready, tuple(runtime.registry.names()))
         elif settings.workers > 1 or settings.isolate:
+            from inferd.engines.supervisor import Supervisor
+
             code = Supervisor(settings, local.print_ready).run()
         else:
             local.run(local.serve(settings, local.print_ready, runtime=runtime))
@@ -727,6 +729,8 @@ NameOption = Annotated[str | None, typer.Option(help="Serve the model under this
 
 def _deployment(target: str, **given: Any) -> tuple[Project, Settings]:
     """The project folder of ``target`` and the settings given on the command line."""
+    from inferd.deploy.project import project_of
+
     return project_of(target), _settings(**given)
 
 
@@ -750,6 +754,8 @@ def export_k8s(
     ] = None,
 ) -> None:
     """Print (or write) Kubernetes manifests serving TARGET from its image, for `kubectl apply -f`."""
+    from inferd.deploy import k8s
+
     if kind not in k8s.KINDS:
         _fail(f"unknown --target {kind!r}: choose one of {', '.join(k8s.KINDS)}")
     project, settings = _deployment(
@@ -788,6 +794,8 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing Dockerfile.")] = False,
 ) -> None:
     """Write a Dockerfile and a .dockerignore into TARGET's project folder, for `docker build`."""
+    from inferd.deploy import docker
+
     project, settings = _deployment(target, name=name, dialect=dialect, engine=engine)
     files = docker.image_files(project, settings, extra or [], inferd_spec, base)
     dockerfile = project.folder / docker.DOCKERFILE
