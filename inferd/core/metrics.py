@@ -6,6 +6,7 @@ Gauges declare how they combine across worker processes, so the numbers stay rig
 
 from __future__ import annotations
 
+import bisect
 import time
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -45,23 +46,34 @@ RESTARTS = Counter(
 
 
 class Series:
-    """The labelled children of one (model, protocol), looked up once instead of per request."""
+    """The labelled children of one (model, protocol), looked up once instead of per request.
+
+    A request updates the values behind the children directly (prometheus_client's own value objects,
+    its locked floats or, with ``PROMETHEUS_MULTIPROC_DIR``, its shared-file ones): the public
+    ``inc`` and ``observe`` check on every call what cannot change once a child exists, and with those
+    checks the metrics were the largest part of a small request's Python after the handler's own.
+    `tests/core/test_metrics.py` holds this to what the public methods record."""
 
     def __init__(self, model: str, protocol: str) -> None:
-        self.in_flight = IN_FLIGHT.labels(model, protocol)
-        self.latency = LATENCY.labels(model, protocol)
-        self.ok = REQUESTS.labels(model, protocol, "ok")
-        self.error = REQUESTS.labels(model, protocol, "error")
+        in_flight = IN_FLIGHT.labels(model, protocol)
+        latency = LATENCY.labels(model, protocol)
+        self.in_flight = in_flight._value
+        self.ok = REQUESTS.labels(model, protocol, "ok")._value
+        self.error = REQUESTS.labels(model, protocol, "error")._value
+        self.latency_sum, self.buckets = latency._sum, latency._buckets
+        self.bounds: list[float] = latency._upper_bounds
 
     def begin(self) -> float:
         """Count a request in flight; returns its start time for `end`."""
-        self.in_flight.inc()
+        self.in_flight.inc(1)
         return time.perf_counter()
 
     def end(self, started: float, ok: bool) -> None:
-        self.in_flight.dec()
-        self.latency.observe(time.perf_counter() - started)
-        (self.ok if ok else self.error).inc()
+        elapsed = time.perf_counter() - started
+        self.in_flight.inc(-1)
+        self.latency_sum.inc(elapsed)
+        self.buckets[bisect.bisect_left(self.bounds, elapsed)].inc(1)  # as observe: the first bound >= it
+        (self.ok if ok else self.error).inc(1)
 
 
 _series: dict[tuple[str, str], Series] = {}

@@ -76,7 +76,9 @@ class DirectRoutes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = self.routes.get(scope["path"]) if scope["type"] == "http" else None
-        if route is None or scope.get("root_path") or route.matches(scope)[0] is not Match.FULL:
+        # A fixed path matched by a dict lookup: all that is left of `Route.matches` is the method.
+        wrong_method = route is not None and route.methods and scope["method"] not in route.methods
+        if route is None or wrong_method or scope.get("root_path"):
             await self.app(scope, receive, send)
             return
         try:

@@ -8,6 +8,7 @@ code ``context.datasets``), so the 18.10 context answers both ``context.x`` and 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qsl
@@ -36,7 +37,7 @@ DATATYPES = SimpleNamespace(Response=datatypes.Response)
 EXCEPTIONS = SimpleNamespace(InvalidInput=exceptions.InvalidInput, ModelError=exceptions.ModelError)
 
 
-def legacy_context(method: str, headers: list[tuple[str, str]], query: str) -> Context:
+def legacy_context(method: str, headers: Iterable[tuple[str, str]], query: str) -> Context:
     """The 18.10 context of one request."""
     return Context(
         datatypes=DATATYPES,

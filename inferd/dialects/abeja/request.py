@@ -8,7 +8,7 @@ closed after the handler returns.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from inferd.core.errors import PayloadTooLarge
@@ -59,7 +59,7 @@ class HttpHeaders:
     """Case-insensitive headers: ``h["Accept"]`` is the last value or None; ``h.get_all(k)`` all of them;
     iteration yields ``(key, value)`` pairs."""
 
-    def __init__(self, headers: list[tuple[str, str]]) -> None:
+    def __init__(self, headers: Iterable[tuple[str, str]]) -> None:
         self._items = [(key.lower(), value) for key, value in headers]
 
     def __getitem__(self, key: str) -> str | None:
@@ -89,7 +89,7 @@ class Request(Mapping[str, Any]):
     read only the body, and grouping and sorting headers would be a good part of a small request."""
 
     def __init__(
-        self, method: str, content_type: str, headers: list[tuple[str, str]], contents: list[Part]
+        self, method: str, content_type: str, headers: Iterable[tuple[str, str]], contents: list[Part]
     ) -> None:
         self._raw_headers = headers
         self._fields: dict[str, Any] = {
@@ -139,7 +139,7 @@ class Request(Mapping[str, Any]):
 def build_request(
     method: str,
     content_type: str,
-    headers: list[tuple[str, str]],
+    headers: Iterable[tuple[str, str]],
     body: bytes,
     query: bytes,
     limits: UploadLimits = DEFAULT_UPLOAD_LIMITS,

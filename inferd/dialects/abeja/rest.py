@@ -6,6 +6,8 @@ Health and "not ready" bodies are the proxy's. The endpoint hands the request to
 
 from __future__ import annotations
 
+import functools
+
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
@@ -20,14 +22,21 @@ HEALTHY = Answer(200, b'{"status":"ok"}', "application/json")
 
 
 async def send_answer(send: Send, answer: Answer) -> None:
-    """The answer's headers, its own Content-Type in place of any the handler's metadata names."""
+    await asgi.send_response(
+        send, answer.status, answer.body, _raw_headers(answer.headers, answer.content_type)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _raw_headers(headers: tuple[tuple[str, str], ...], content_type: str) -> tuple[tuple[bytes, bytes], ...]:
+    """The answer's headers for ASGI, its own Content-Type in place of any the handler's metadata
+    names; made once per set of headers (most answers of a handler carry the same ones)."""
     raw = [
         (name, value.encode("latin-1"))
-        for key, value in answer.headers
+        for key, value in headers
         if (name := key.lower().encode("latin-1")) != b"content-type"
     ]
-    raw.append((b"content-type", answer.content_type.encode("latin-1")))
-    await asgi.send_response(send, answer.status, answer.body, raw)
+    return (*raw, (b"content-type", content_type.encode("latin-1")))
 
 
 class Endpoint:
@@ -42,13 +51,14 @@ class Endpoint:
         await send_answer(send, await self.answer(scope, receive))
 
     async def answer(self, scope: Scope, receive: Receive) -> Answer:
-        if not self.dataplane.model_ready(self.name):
+        entry = self.dataplane.registry.entry(self.name)
+        if not entry.ready:
             return SERVICE_UNAVAILABLE
-        model = self.dataplane.registry.get(self.name)
+        model = entry.model
         assert isinstance(model, AbejaModel)
-        headers = [(key.decode("latin-1"), value.decode("latin-1")) for key, value in scope["headers"]]
         content_type = asgi.header(scope, b"content-type")
         body = await asgi.read_body(receive)
+        headers = asgi.TextHeaders(scope["headers"])
         call = Call(scope["method"], content_type, headers, body, scope["query_string"])
         started, answer = self.counted.begin(), None
         try:

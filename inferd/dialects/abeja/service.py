@@ -12,9 +12,11 @@ Over V2 a JSON handler is a model with one BYTES input
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -60,7 +62,7 @@ class Call(NamedTuple):
 
     method: str
     content_type: str | None
-    headers: list[tuple[str, str]]
+    headers: Iterable[tuple[str, str]]
     body: bytes | Path
     query: bytes = b""
 
@@ -170,8 +172,13 @@ def _may_run_inline(call: Call) -> bool:
     """A small body of a JSON or text kind (or none): what a handler answers fast if it ever does."""
     if isinstance(call.body, Path) or len(call.body) > INLINE_BODY_LIMIT:
         return False
-    kind = (call.content_type or "").partition("/")[0].strip().lower()
-    return kind in ("", "application", "text") and "multipart" not in (call.content_type or "")
+    return _quick_kind(call.content_type)
+
+
+@functools.lru_cache(maxsize=256)
+def _quick_kind(content_type: str | None) -> bool:
+    kind = (content_type or "").partition("/")[0].strip().lower()
+    return kind in ("", "application", "text") and "multipart" not in (content_type or "")
 
 
 def _platform_headers() -> tuple[tuple[str, str], ...]:
