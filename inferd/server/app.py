@@ -25,7 +25,7 @@ from inferd.server import ui
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS, TYPED_ERROR_HANDLERS
 from inferd.server.middleware import RequestContext
-from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes
+from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes, leading_routes
 from inferd.server.ui.describe import Describer
 
 EXTENSIONS = ("binary_tensor_data", "model_repository")
@@ -72,7 +72,12 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
     middleware = [
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),
         *_authentication(runtime),
-        Middleware(DirectRoutes, routes=direct_routes(router.fixed), handlers=TYPED_ERROR_HANDLERS),
+        Middleware(
+            DirectRoutes,
+            routes=direct_routes(router.fixed),
+            handlers=TYPED_ERROR_HANDLERS,
+            leading=leading_routes(router.routes),
+        ),
     ]
     app = Starlette(middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
     app.router = router

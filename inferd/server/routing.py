@@ -62,23 +62,24 @@ def _may_match(route: BaseRoute, path: str) -> bool:
 
 
 class DirectRoutes:
-    """Calls the fixed routes of bare ASGI endpoints (``routes``, by path) straight from the middleware
-    stack; ``handlers`` answer the exceptions they name (by class, the closest base first), and any
-    other exception propagates as it would from the router."""
+    """Calls bare ASGI endpoints straight from the middleware stack: the fixed routes of ``routes`` (by
+    path), else the first of ``leading`` (the routes the router tries first, in its order) that matches
+    the request fully. ``handlers`` answer the exceptions they name (by class, the closest base first),
+    and any other exception propagates as it would from the router. A request none of them takes,
+    or one with a ``root_path``, goes down the stack to the router."""
 
     def __init__(
         self,
         app: ASGIApp,
         routes: Mapping[str, Route],
         handlers: Mapping[type[BaseException], ExceptionHandler],
+        leading: Sequence[Route] = (),
     ) -> None:
-        self.app, self.routes, self.handlers = app, dict(routes), dict(handlers)
+        self.app, self.routes, self.handlers, self.leading = app, dict(routes), dict(handlers), tuple(leading)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = self.routes.get(scope["path"]) if scope["type"] == "http" else None
-        # A fixed path matched by a dict lookup: all that is left of `Route.matches` is the method.
-        wrong_method = route is not None and route.methods and scope["method"] not in route.methods
-        if route is None or wrong_method or scope.get("root_path"):
+        route = self._route_for(scope) if scope["type"] == "http" and not scope.get("root_path") else None
+        if route is None:
             await self.app(scope, receive, send)
             return
         try:
@@ -90,6 +91,19 @@ class DirectRoutes:
             response = await handler(Request(scope, receive), exc)
             await response(scope, receive, send)
 
+    def _route_for(self, scope: Scope) -> Route | None:
+        route = self.routes.get(scope["path"])
+        if route is not None:  # matched by the dict lookup: all that is left of `Route.matches` is the method
+            return None if route.methods and scope["method"] not in route.methods else route
+        for route in self.leading:
+            match, child_scope = route.matches(scope)
+            if match is Match.FULL:
+                scope.update(child_scope)  # the path parameters, as the router sets them
+                return route
+            if match is Match.PARTIAL:  # the router may find a full match further on, or answer 405
+                return None
+        return None
+
     def _handler_for(self, exc: Exception) -> ExceptionHandler | None:
         for kind in type(exc).__mro__:
             if kind in self.handlers:
@@ -99,4 +113,19 @@ class DirectRoutes:
 
 def direct_routes(routes: Mapping[str, Route]) -> dict[str, Route]:
     """The fixed routes (`fixed_routes`) whose endpoint is a bare ASGI app, not a request function."""
-    return {path: route for path, route in routes.items() if route.app is route.endpoint}
+    return {path: route for path, route in routes.items() if _is_bare(route)}
+
+
+def leading_routes(routes: Sequence[BaseRoute]) -> list[Route]:
+    """The routes of bare ASGI endpoints at the head of ``routes``, before any other: trying them in
+    their order first is what the router does (V2's infer routes come first)."""
+    leading: list[Route] = []
+    for route in routes:
+        if not isinstance(route, Route) or not _is_bare(route):
+            break
+        leading.append(route)
+    return leading
+
+
+def _is_bare(route: Route) -> bool:
+    return route.app is route.endpoint

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import httpx
+import orjson
 import pytest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -16,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 from inferd.core.errors import InvalidInput
 from inferd.protocols import asgi
 from inferd.server.errors import EXCEPTION_HANDLERS, TYPED_ERROR_HANDLERS
-from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes
+from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes, leading_routes
 from tests.servers import serve_asgi
 
 
@@ -30,7 +31,8 @@ class Echo:
         if body == b"crash":
             raise RuntimeError("/secret/path went wrong")
         routed = "route" in scope  # the router records the route it picked; the direct call skips it
-        await asgi.send_response(send, 200, b'{"routed":%s}' % str(routed).lower().encode(), [])
+        answer = {"routed": routed, **({"params": scope["path_params"]} if scope.get("path_params") else {})}
+        await asgi.send_response(send, 200, orjson.dumps(answer), [])
 
 
 async def hello(request: Request) -> Response:
@@ -41,6 +43,7 @@ async def hello(request: Request) -> Response:
 def url() -> Iterator[str]:
     echo = Echo()
     routes = [
+        Route("/first/{name}", echo, methods=["POST"]),  # leading: tried directly, before the others
         Route("/v2/{anything:path}", hello, methods=["GET"]),  # an earlier pattern that takes /v2/echo
         Route("/echo", echo, methods=["POST"]),
         Route("/v2/echo", echo, methods=["POST"]),
@@ -50,7 +53,9 @@ def url() -> Iterator[str]:
     router = IndexedRouter(routes)
     direct = direct_routes(router.fixed)
     assert sorted(direct) == ["/echo"]  # not the shadowed /v2/echo, nor a function endpoint
-    middleware = [Middleware(DirectRoutes, routes=direct, handlers=TYPED_ERROR_HANDLERS)]
+    leading = leading_routes(router.routes)
+    assert [route.path for route in leading] == ["/first/{name}"]  # up to the first function endpoint
+    middleware = [Middleware(DirectRoutes, routes=direct, handlers=TYPED_ERROR_HANDLERS, leading=leading)]
     app = Starlette(middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
     app.router = router
     with serve_asgi(app) as base:
@@ -59,8 +64,15 @@ def url() -> Iterator[str]:
 
 def test_a_bare_endpoint_on_a_fixed_path_is_called_directly(url: str) -> None:
     assert httpx.post(f"{url}/echo", content=b"hi").json() == {"routed": False}
-    assert httpx.post(f"{url}/routed/x", content=b"hi").json() == {"routed": True}
+    assert httpx.post(f"{url}/routed/x", content=b"hi").json() == {"routed": True, "params": {"name": "x"}}
     assert httpx.get(f"{url}/hello").json() == {"hello": "/hello"}
+
+
+def test_a_leading_bare_route_is_called_directly_with_its_path_parameters(url: str) -> None:
+    assert httpx.post(f"{url}/first/x", content=b"hi").json() == {"routed": False, "params": {"name": "x"}}
+    answer = httpx.get(f"{url}/first/x")  # its method does not match: the router answers
+    assert answer.status_code == 405
+    assert httpx.post(f"{url}/first/x", content=b"invalid").status_code == 400
 
 
 def test_route_order_still_decides(url: str) -> None:
