@@ -1,4 +1,4 @@
-"""Shortcuts to the routes of a fixed path, which are the hot ones (ABEJA's ``/``, Seldon's ``/predict``).
+"""Shortcuts to the hot routes: V2 infer, ABEJA's ``/``, a graph's predictions, Seldon's ``/predict``.
 
 Starlette tries routes in order, one regular expression each. A dialect's routes sit behind the V2
 table, the metrics and the page, so a request to a dialect's route paid a score of failed matches
@@ -6,11 +6,12 @@ before its own, which cost more than a small handler. `IndexedRouter` finds a fi
 one dict lookup, when no earlier route could match that path (checked once, when the app is built),
 and otherwise scans as Starlette does, so the answer is always the same.
 
-`DirectRoutes` goes one step further for the fixed routes whose endpoint is a bare ASGI app (see
-`inferd.protocols.asgi`): as the innermost middleware, it calls them before Starlette's exception
-middleware and router, which wrap every request in a `Request` and two more closures. It answers
-the errors it knows with the app's own handlers and lets any other reach the server error
-middleware, so a request gets the same answer either way.
+`DirectRoutes` goes one step further for routes whose endpoint is a bare ASGI app (see
+`inferd.protocols.asgi`): the fixed ones, and those the router tries first (V2 infer). As the
+innermost middleware, it calls them before Starlette's exception middleware and router, which wrap
+every request in a `Request` and two more closures. It answers the errors it knows with the app's
+own handlers and lets any other reach the server error middleware, so a request gets the same answer
+either way.
 """
 
 from __future__ import annotations
