@@ -215,15 +215,17 @@ class SeldonModel(Model):
         if found:
             code = raw.get("status", {}).get("code") if name == "predict" and isinstance(raw, dict) else None
             return Reply(raw, code if isinstance(code, int) and 100 <= code <= 599 else 200)
-        return self._high_level(name, request, label, default=[] if name == "predict" else UNSET)
-
-    def _high_level(self, name: str, request: Any, label: str, default: Any = UNSET) -> Reply:
         decoded = payload.decode(request)
-        identity = decoded.features if default is UNSET else default
-        result = self._optional(
+        result = self._high_level(name, decoded)
+        return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), label))
+
+    def _high_level(self, name: str, decoded: payload.Decoded) -> Any:
+        """The user's transform_input, predict or transform_output of ``decoded``; without one, the
+        input itself (an empty answer for predict)."""
+        identity = [] if name == "predict" else decoded.features
+        return self._optional(
             name, lambda f: self._with_meta(name, f, decoded.features, decoded.names, decoded.meta), identity
         )
-        return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), label))
 
     # --- in a graph: decoded messages between local nodes -----------------------------------------
 
@@ -247,10 +249,7 @@ class SeldonModel(Model):
         message or an already decoded one, and the answer left decoded when `payload.passed_on` can
         (the next node would only decode it again), else the message `call` answers."""
         decoded = request if isinstance(request, payload.Decoded) else payload.decode(request)
-        identity = [] if name == "predict" else decoded.features
-        result = self._optional(
-            name, lambda f: self._with_meta(name, f, decoded.features, decoded.names, decoded.meta), identity
-        )
+        result = self._high_level(name, decoded)
         puid = (decoded.meta or {}).get("puid")
         meta = self._meta(decoded.meta, {}, [], puid)
         passed = payload.passed_on(result, decoded.kind, self._class_names, meta)
