@@ -4,9 +4,11 @@ A ``@serve.deployment`` class whose ``__call__`` takes the Starlette request, pa
 runs the example's own ``Iris.predict`` (the same code and ``model.joblib`` as inferd) and returns a
 dict, which Ray Serve encodes as JSON: the way Ray Serve's guides serve a scikit-learn model. It gets
 the same Ray knobs as inferd's deployment (replicas, CPUs per replica, ``max_ongoing_requests``, no
-access log) on a local Ray of its own, and serves ``POST /v2/models/iris/infer`` until SIGTERM.
+access log) on a local Ray of its own, and serves ``POST /v2/models/iris/infer`` until SIGTERM. Its
+code runs where Ray Serve runs it by default, on a thread of its own in each replica; with ``loop``
+last, on the replica's event loop, as inferd's deployment does.
 
-    python bench/ray_peer.py PORT REPLICAS NUM_CPUS MAX_ONGOING_REQUESTS
+    python bench/ray_peer.py PORT REPLICAS NUM_CPUS MAX_ONGOING_REQUESTS [loop]
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def main() -> None:
         float(sys.argv[3]),
         int(sys.argv[4]),
     )
+    user_code_thread = "0" if sys.argv[5:] == ["loop"] else "1"
     os.environ.update(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     import numpy as np
     import ray
@@ -54,7 +57,10 @@ def main() -> None:
     @serve.deployment(
         num_replicas=replicas,
         max_ongoing_requests=max_ongoing,
-        ray_actor_options={"num_cpus": num_cpus},
+        ray_actor_options={
+            "num_cpus": num_cpus,
+            "runtime_env": {"env_vars": {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": user_code_thread}},
+        },
         logging_config={"enable_access_log": False},  # as inferd's deployment, whose access log is off
     )
     class Iris:

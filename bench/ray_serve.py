@@ -12,6 +12,10 @@ Ray included), and inferd's req/s as a ratio of the peer's; it is written to ben
 Target: at concurrency 16, inferd >= 1x Ray Serve's own req/s. Exit 0 on PASS, 1 on FAIL, 2 when
 the benchmark could not run.
 
+inferd runs its app on each replica's event loop (``ray_user_code_thread`` off), where Ray Serve runs
+a deployment's code on a thread of its own by default. With ``RAY_PEER_ON_LOOP=1`` the peer is run
+that way too, to show what the setting alone is worth (written to bench/results/ray-on-loop-<date>.txt).
+
     .venv/bin/python bench/ray_serve.py [--duration 10] [--rounds 3] [--concurrency 1 16 64]
 """
 
@@ -31,6 +35,7 @@ from v2_iris import BODY, INFER_PATH, BenchError, free_port, request
 
 TARGET = Target(concurrency=16, ratio=1.0, lower_p99=False)
 REPLICAS, NUM_CPUS, MAX_ONGOING = 2, 0.5, 256
+PEER_ON_LOOP = os.environ.get("RAY_PEER_ON_LOOP") == "1"
 READY_PREFIX = "ray-serve ready: "
 
 
@@ -38,7 +43,7 @@ def start_peer(folder: Path) -> Server:
     """bench/ray_peer.py on a free port, once it says its application is running."""
     port = free_port()
     command = [sys.executable, str(ROOT / "bench" / "ray_peer.py"), str(port), str(REPLICAS), str(NUM_CPUS),
-               str(MAX_ONGOING)]  # fmt: skip
+               str(MAX_ONGOING), *(["loop"] if PEER_ON_LOOP else [])]  # fmt: skip
     log = folder / "ray-peer.log"
     with log.open("wb") as err:
         process = subprocess.Popen(
@@ -77,11 +82,13 @@ def main() -> int:
     from importlib import metadata
 
     knobs = f"{REPLICAS} replicas x {NUM_CPUS} CPU, max_ongoing_requests {MAX_ONGOING}"
-    peer = f"Ray Serve {metadata.version('ray')}'s own deployment ({knobs})"
+    where = "on the replica's loop, as inferd" if PEER_ON_LOOP else "on Ray's user-code thread"
+    peer = f"Ray Serve {metadata.version('ray')}'s own deployment ({knobs}, its code {where})"
     description = (__doc__ or "").splitlines()[0]
+    results = "ray-on-loop" if PEER_ON_LOOP else "ray"
     what = f"POST {INFER_PATH} {BODY.decode()}, both through Ray Serve's HTTP proxy, 2 replicas each"
     return run_against(
-        PeerBench(description, "ray_serve.py", "ray", "ray-serve", peer, what, TARGET, signal_groups=True),
+        PeerBench(description, "ray_serve.py", results, "ray-serve", peer, what, TARGET, signal_groups=True),
         bench,
     )
 

@@ -255,6 +255,13 @@ class Settings(BaseSettings):
     ray_target_ongoing_requests: float = Field(64.0, gt=0)
     """With ``autoscale`` on Ray: the ongoing requests per replica the autoscaler aims for."""
 
+    ray_user_code_thread: bool = False
+    """Run inferd's app in each Ray replica on a thread of its own, as Ray Serve does by default
+    (``RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD``). Off, the app runs on the replica's own event
+    loop: a thread hop fewer for the request and each of its messages, as in Ray Serve's own
+    throughput-optimized mode. inferd keeps slow model code off that loop with
+    ``predict_in_thread``, which a model whose calls take seconds should set."""
+
     @field_validator("auth_tokens", mode="before")
     @classmethod
     def _split_tokens(cls, value: Any) -> Any:

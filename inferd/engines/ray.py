@@ -54,6 +54,8 @@ REQUEST_ID_HEADER = b"x-request-id"
 #: Windows Ray stays a single loopback node.
 LOCAL_RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 HAPROXY_VARIABLE = "RAY_SERVE_ENABLE_HA_PROXY"
+#: Set per replica (its runtime_env): whether Ray runs the deployment's code on a thread of its own.
+USER_CODE_THREAD_VARIABLE = "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD"
 RAY_MISSING = "the ray engine needs Ray Serve: pip install 'inferd[ray]'"
 
 
@@ -67,11 +69,15 @@ def _serve() -> Any:
 
 def deployment_options(settings: Settings) -> dict[str, Any]:
     """Ray Serve deployment options from inferd's settings: replicas or autoscaling, the per-replica
-    concurrency limit, the CPUs each replica reserves, the graceful shutdown time, and Ray's own
-    replica log (its access log only with ``access_log``: a line per request costs throughput)."""
+    concurrency limit, the CPUs each replica reserves, where the app runs in the replica (its main
+    loop unless ``ray_user_code_thread``: Ray reads that variable as the replica starts), the graceful
+    shutdown time, and Ray's own replica log (its access log only with ``access_log``: a line per
+    request costs throughput)."""
+    user_code_thread = {USER_CODE_THREAD_VARIABLE: "1" if settings.ray_user_code_thread else "0"}
+    actor = {"num_cpus": settings.ray_num_cpus, "runtime_env": {"env_vars": user_code_thread}}
     options: dict[str, Any] = {
         "max_ongoing_requests": settings.ray_max_ongoing_requests,
-        "ray_actor_options": {"num_cpus": settings.ray_num_cpus},
+        "ray_actor_options": actor,
         "graceful_shutdown_timeout_s": settings.graceful_timeout,
         "logging_config": {"log_level": settings.log_level.upper(), "enable_access_log": settings.access_log},
     }

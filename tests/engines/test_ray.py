@@ -30,6 +30,11 @@ class IrisModel:
 
     def predict(self, X, features_names=None):
         return self.clf.predict_proba(X)
+
+    def tags(self):
+        import threading
+
+        return {"thread": threading.current_thread().name}
 """
 ROW = [5.1, 3.5, 1.4, 0.2]
 V2_REQUEST = {"inputs": [{"name": "input-0", "shape": [1, 4], "datatype": "FP64", "data": ROW}]}
@@ -85,3 +90,12 @@ def test_bad_input_is_a_400_from_the_replica(on_ray: tuple[RunningServer, float]
     assert response.status_code == 400
     assert "error" in response.json() and REPLICA in response.headers
     assert len(response.headers.get_list("x-request-id")) == 1
+
+
+def test_the_app_runs_on_the_replicas_own_loop(on_ray: tuple[RunningServer, float]) -> None:
+    """``ray_user_code_thread`` is off: the component is called on the replica's event loop, not on
+    the thread Ray Serve starts for user code (``_run_user_code_event_loop``) by default."""
+    server, _ = on_ray
+    answer = httpx.post(f"{server.http_url}/api/v1.0/predictions", json=SELDON_REQUEST, timeout=30).json()
+    thread = answer["meta"]["tags"]["thread"]
+    assert thread and "user_code" not in thread
