@@ -47,7 +47,9 @@ def main() -> None:
         float(sys.argv[3]),
         int(sys.argv[4]),
     )
-    user_code_thread = "0" if sys.argv[5:] == ["loop"] else "1"
+    actor_options: dict[str, Any] = {"num_cpus": num_cpus}
+    if sys.argv[5:] == ["loop"]:  # else Ray's default: the code on a thread of its own
+        actor_options["runtime_env"] = {"env_vars": {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}}
     os.environ.update(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     import numpy as np
     import ray
@@ -57,10 +59,7 @@ def main() -> None:
     @serve.deployment(
         num_replicas=replicas,
         max_ongoing_requests=max_ongoing,
-        ray_actor_options={
-            "num_cpus": num_cpus,
-            "runtime_env": {"env_vars": {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": user_code_thread}},
-        },
+        ray_actor_options=actor_options,
         logging_config={"enable_access_log": False},  # as inferd's deployment, whose access log is off
     )
     class Iris:
