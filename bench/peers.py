@@ -215,6 +215,7 @@ def table(inferd: Server, peer: Server, target: Target) -> tuple[list[str], bool
         ratio = ours.rps / theirs.rps if theirs.rps else float("inf")
         for name, one, shown in ((inferd.name, ours, f"{ratio:.2f}x"), (peer.name, theirs, "")):
             lines.append(row_line(concurrency, name, one, (shown, 20)))
+        lines.extend(round_ratios(inferd.runs[concurrency], peer.runs[concurrency]))
         if concurrency == target.concurrency:
             passed = ratio >= target.ratio and not ours.errors + theirs.errors
             if target.lower_p99:
@@ -226,6 +227,16 @@ def table(inferd: Server, peer: Server, target: Target) -> tuple[list[str], bool
         f"{p99}, no errors: {verdict}"
     )
     return lines, passed is True
+
+
+def round_ratios(ours: list[Run], theirs: list[Run]) -> list[str]:
+    """inferd's req/s over the peer's in each round (run back to back, so a drift of the machine
+    touches both alike), and their median: a line, when there are rounds to pair."""
+    ratios = [one.rps / other.rps for one, other in zip(ours, theirs, strict=False) if other.rps]
+    if len(ratios) < 2:
+        return []
+    each = " ".join(f"{ratio:.2f}" for ratio in ratios)
+    return [f"  round by round: {each} (median {statistics.median(ratios):.2f}x)"]
 
 
 def machine(peer: str) -> list[str]:

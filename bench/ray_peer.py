@@ -5,10 +5,12 @@ runs the example's own ``Iris.predict`` (the same code and ``model.joblib`` as i
 dict, which Ray Serve encodes as JSON: the way Ray Serve's guides serve a scikit-learn model. It gets
 the same Ray knobs as inferd's deployment (replicas, CPUs per replica, ``max_ongoing_requests``, no
 access log) on a local Ray of its own, and serves ``POST /v2/models/iris/infer`` until SIGTERM. Its
-code runs where Ray Serve runs it by default, on a thread of its own in each replica; with ``loop``
-last, on the replica's event loop, as inferd's deployment does.
+code runs where Ray Serve runs it by default, on a thread of its own in each replica; with ``loop``,
+on the replica's event loop, as inferd's deployment does. With ``haproxy``, Ray Serve runs in the
+high-throughput mode of its guides (``RAY_SERVE_ENABLE_HA_PROXY=1`` and
+``RAY_SERVE_THROUGHPUT_OPTIMIZED=1``): HAProxy in front, forwarding to the replicas' own HTTP servers.
 
-    python bench/ray_peer.py PORT REPLICAS NUM_CPUS MAX_ONGOING_REQUESTS [loop]
+    python bench/ray_peer.py PORT REPLICAS NUM_CPUS MAX_ONGOING_REQUESTS [loop] [haproxy]
 """
 
 from __future__ import annotations
@@ -47,10 +49,15 @@ def main() -> None:
         float(sys.argv[3]),
         int(sys.argv[4]),
     )
+    modes = set(sys.argv[5:])
     actor_options: dict[str, Any] = {"num_cpus": num_cpus}
-    if sys.argv[5:] == ["loop"]:  # else Ray's default: the code on a thread of its own
+    if "loop" in modes:  # else Ray's default: the code on a thread of its own
         actor_options["runtime_env"] = {"env_vars": {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}}
     os.environ.update(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    if "haproxy" in modes:  # before ray.init: the local Ray's processes inherit them
+        os.environ.update(RAY_SERVE_ENABLE_HA_PROXY="1", RAY_SERVE_THROUGHPUT_OPTIMIZED="1")
+        # Stops within the bench's grace, as inferd's local Ray does (Ray's 30 s drain is for clusters).
+        os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "5")
     import numpy as np
     import ray
     from ray import serve

@@ -15,6 +15,10 @@ the benchmark could not run.
 inferd runs its app on each replica's event loop (``ray_user_code_thread`` off), where Ray Serve runs
 a deployment's code on a thread of its own by default. With ``RAY_PEER_ON_LOOP=1`` the peer is run
 that way too, to show what the setting alone is worth (written to bench/results/ray-on-loop-<date>.txt).
+With ``RAY_HAPROXY=1`` both run behind Ray's HAProxy ingress instead of its Python proxy: inferd with
+``--ray-haproxy``, the peer in the high-throughput mode of Ray's guides (``RAY_SERVE_ENABLE_HA_PROXY=1``,
+``RAY_SERVE_THROUGHPUT_OPTIMIZED=1``); written to bench/results/ray-haproxy-<date>.txt. HAProxy binds
+its statistics and metrics listeners on all interfaces (traffic still goes to 127.0.0.1 only).
 
     .venv/bin/python bench/ray_serve.py [--duration 10] [--rounds 3] [--concurrency 1 16 64]
 """
@@ -36,14 +40,16 @@ from v2_iris import BODY, INFER_PATH, BenchError, free_port, request
 TARGET = Target(concurrency=16, ratio=1.0, lower_p99=False)
 REPLICAS, NUM_CPUS, MAX_ONGOING = 2, 0.5, 256
 PEER_ON_LOOP = os.environ.get("RAY_PEER_ON_LOOP") == "1"
+HAPROXY = os.environ.get("RAY_HAPROXY") == "1"
 READY_PREFIX = "ray-serve ready: "
 
 
 def start_peer(folder: Path) -> Server:
     """bench/ray_peer.py on a free port, once it says its application is running."""
     port = free_port()
+    modes = [mode for mode, on in (("loop", PEER_ON_LOOP), ("haproxy", HAPROXY)) if on]
     command = [sys.executable, str(ROOT / "bench" / "ray_peer.py"), str(port), str(REPLICAS), str(NUM_CPUS),
-               str(MAX_ONGOING), *(["loop"] if PEER_ON_LOOP else [])]  # fmt: skip
+               str(MAX_ONGOING), *modes]  # fmt: skip
     log = folder / "ray-peer.log"
     with log.open("wb") as err:
         process = subprocess.Popen(
@@ -68,7 +74,8 @@ def answer(server: Server) -> tuple[list[int], list[float]]:
 def bench(args: argparse.Namespace, folder: Path, servers: dict[str, Server]) -> None:
     # PYTHONPATH: this checkout's inferd, for the command and (handed on by the engine) its replicas.
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    ray_args = ("--engine", "ray", "--replicas", str(REPLICAS), "--ray-num-cpus", str(NUM_CPUS))
+    ray_args = ("--engine", "ray", "--replicas", str(REPLICAS), "--ray-num-cpus", str(NUM_CPUS),
+                *(["--ray-haproxy"] if HAPROXY else []))  # fmt: skip
     process, base = start_inferd(str(ROOT / "examples" / "iris"), *ray_args, cwd=ROOT, env=environment)
     servers["inferd"] = Server("inferd", process, urlsplit(base).port or 0, INFER_PATH)
     servers["ray-serve"] = start_peer(folder)
@@ -82,13 +89,17 @@ def main() -> int:
     from importlib import metadata
 
     knobs = f"{REPLICAS} replicas x {NUM_CPUS} CPU, max_ongoing_requests {MAX_ONGOING}"
-    where = "on the replica's loop, as inferd" if PEER_ON_LOOP else "on Ray's user-code thread"
+    if HAPROXY:
+        where = "on the replica's loop, in Ray's high-throughput mode (HAProxy, throughput-optimized)"
+    else:
+        where = "on the replica's loop, as inferd" if PEER_ON_LOOP else "on Ray's user-code thread"
     peer = f"Ray Serve {metadata.version('ray')}'s own deployment ({knobs}, its code {where})"
     description = (__doc__ or "").splitlines()[0]
-    results = "ray-on-loop" if PEER_ON_LOOP else "ray"
-    what = f"POST {INFER_PATH} {BODY.decode()}, both through Ray Serve's HTTP proxy, 2 replicas each"
+    results = "ray" + ("-haproxy" if HAPROXY else "") + ("-on-loop" if PEER_ON_LOOP else "")
+    ingress = "Ray Serve's HAProxy ingress" if HAPROXY else "Ray Serve's HTTP proxy"
+    what = f"POST {INFER_PATH} {BODY.decode()}, both through {ingress}, 2 replicas each"
     return run_against(
-        PeerBench(description, "ray_serve.py", results, "ray-serve", peer, what, TARGET, signal_groups=True),
+        PeerBench(description, "ray_serve.py", results, "ray-serve", peer, what, TARGET),
         bench,
     )
 

@@ -14,7 +14,6 @@ import contextlib
 import importlib.util
 import logging
 import os
-import shutil
 import signal
 import tempfile
 import threading
@@ -54,6 +53,24 @@ REQUEST_ID_HEADER = b"x-request-id"
 #: Windows Ray stays a single loopback node.
 LOCAL_RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 HAPROXY_VARIABLE = "RAY_SERVE_ENABLE_HA_PROXY"
+#: Where Ray's HAProxy keeps its files, by variable. Ray puts them in a folder per node, named by
+#: the node's id (56 characters), and HAProxy refuses a socket path over 97 bytes: so the local Ray's
+#: go to a short folder of its own in /tmp (where Ray's default, /tmp/haproxy-serve, is), removed
+#: with it.
+HAPROXY_FILE_VARIABLES = {
+    "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": "haproxy.cfg",
+    "RAY_SERVE_HAPROXY_SOCKET_PATH": "admin.sock",
+    "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": "server-state",
+    "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": "metrics.sock",
+}
+HAPROXY_FOLDER_PREFIX, HAPROXY_FOLDER_PARENT = "inferd-hap-", "/tmp"
+#: How long a leaving replica keeps serving behind HAProxy, for it to be taken out of the backends.
+#: Ray's default (30 s) is for load balancers across a cluster; the local Ray's HAProxy is on the same
+#: node and told at once, and a replica still finishes its requests in flight: stopping takes seconds.
+HAPROXY_DRAIN_VARIABLE, HAPROXY_LOCAL_DRAIN_S = "RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "5"
+#: HAProxy's statistics page and Prometheus exporter, which it binds on all interfaces at fixed
+#: ports (8404, 9101) unless told otherwise: a local Ray's get free ones, so a second one can start.
+HAPROXY_PORT_VARIABLES = ("RAY_SERVE_HAPROXY_STATS_PORT", "RAY_SERVE_HAPROXY_METRICS_PORT")
 #: Set per replica (its runtime_env): whether Ray runs the deployment's code on a thread of its own.
 USER_CODE_THREAD_VARIABLE = "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD"
 RAY_MISSING = "the ray engine needs Ray Serve: pip install 'inferd[ray]'"
@@ -200,13 +217,25 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _local_environment(settings: Settings) -> dict[str, str]:
+def _local_environment() -> dict[str, str]:
     """The local Ray's variables; PYTHONPATH leads its workers to the inferd this process runs."""
     here = str(Path(inferd.__file__).resolve().parent.parent)
     paths = [here, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    values = {**LOCAL_RAY_ENVIRONMENT, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
-    if settings.ray_haproxy:
-        values[HAPROXY_VARIABLE] = "1"
+    return {**LOCAL_RAY_ENVIRONMENT, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+
+
+def _haproxy_environment(folder: str) -> dict[str, str]:
+    """Ray's HAProxy mode for the local Ray, its files in ``folder``, its side listeners on free ports,
+    and a drain of a leaving replica as short as one node allows (unless set in the environment)."""
+    values = {
+        HAPROXY_VARIABLE: "1",
+        "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": folder,
+        HAPROXY_DRAIN_VARIABLE: os.environ.get(HAPROXY_DRAIN_VARIABLE, HAPROXY_LOCAL_DRAIN_S),
+    }
+    values.update({name: os.path.join(folder, file) for name, file in HAPROXY_FILE_VARIABLES.items()})
+    with contextlib.ExitStack() as held:  # each held open while the next is picked: no port twice
+        ports = [port_of(held.enter_context(bind_http("0.0.0.0", 0))) for _ in HAPROXY_PORT_VARIABLES]
+    values.update(zip(HAPROXY_PORT_VARIABLES, map(str, ports), strict=True))
     return values
 
 
@@ -228,9 +257,13 @@ def ray_cluster(settings: Settings) -> Iterator[bool]:
         finally:
             ray.shutdown()
         return
-    temp_dir = tempfile.mkdtemp(prefix="inferd-ray-")
-    try:
-        with _environment(_local_environment(settings)):
+    with contextlib.ExitStack() as folders:
+        temp_dir = folders.enter_context(_temporary_folder("inferd-ray-"))
+        environment = _local_environment()
+        if settings.ray_haproxy:
+            folder = folders.enter_context(_temporary_folder(HAPROXY_FOLDER_PREFIX, HAPROXY_FOLDER_PARENT))
+            environment.update(_haproxy_environment(folder))
+        with _environment(environment):
             import ray  # after the variables: Ray reads some of them on import
 
             _connect(
@@ -246,8 +279,11 @@ def ray_cluster(settings: Settings) -> Iterator[bool]:
             yield True
         finally:
             ray.shutdown()
-    finally:
-        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _temporary_folder(prefix: str, parent: str | None = None) -> tempfile.TemporaryDirectory[str]:
+    """A folder removed on exit, whatever Ray's processes, which may outlive ``ray.shutdown``, leave in it."""
+    return tempfile.TemporaryDirectory(prefix=prefix, dir=parent, ignore_cleanup_errors=True)
 
 
 def _connect(init: Callable[[], object]) -> None:
@@ -261,8 +297,7 @@ def _http_port(settings: Settings) -> int:
     """The proxy's port; 0 asks for a free one, which Ray cannot report back, so it is chosen here."""
     if settings.port:
         return settings.port
-    sock = bind_http(settings.host, 0)
-    with sock:
+    with bind_http(settings.host, 0) as sock:
         return port_of(sock)
 
 
