@@ -34,7 +34,7 @@ from inferd.engines.ray_nodes import (
     node_settings,
     replica_settings,
 )
-from inferd.engines.sockets import bind_http, port_of
+from inferd.engines.sockets import free_ports
 from inferd.server.app import build_runtime, create_app, models_lifespan
 
 if TYPE_CHECKING:
@@ -233,8 +233,7 @@ def _haproxy_environment(folder: str) -> dict[str, str]:
         HAPROXY_DRAIN_VARIABLE: os.environ.get(HAPROXY_DRAIN_VARIABLE, HAPROXY_LOCAL_DRAIN_S),
     }
     values.update({name: os.path.join(folder, file) for name, file in HAPROXY_FILE_VARIABLES.items()})
-    with contextlib.ExitStack() as held:  # each held open while the next is picked: no port twice
-        ports = [port_of(held.enter_context(bind_http("0.0.0.0", 0))) for _ in HAPROXY_PORT_VARIABLES]
+    ports = free_ports("0.0.0.0", len(HAPROXY_PORT_VARIABLES))
     values.update(zip(HAPROXY_PORT_VARIABLES, map(str, ports), strict=True))
     return values
 
@@ -295,10 +294,7 @@ def _connect(init: Callable[[], object]) -> None:
 
 def _http_port(settings: Settings) -> int:
     """The proxy's port; 0 asks for a free one, which Ray cannot report back, so it is chosen here."""
-    if settings.port:
-        return settings.port
-    with bind_http(settings.host, 0) as sock:
-        return port_of(sock)
+    return settings.port or free_ports(settings.host)[0]
 
 
 def run(settings: Settings, on_ready: OnReady, models: tuple[str, ...]) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from inferd.core.errors import ListenError
 
@@ -30,6 +30,13 @@ def reserve_port(host: str, port: int) -> socket.socket:
     with listen_errors(host, port, sock):
         sock.bind((host, port))
     return sock
+
+
+def free_ports(host: str, count: int = 1) -> list[int]:
+    """``count`` distinct ports free on ``host`` now, for a server that binds them later (each held
+    while the next is picked, so none is given twice)."""
+    with ExitStack() as held:
+        return [port_of(held.enter_context(bind_http(host, 0))) for _ in range(count)]
 
 
 def port_of(sock: socket.socket) -> int:
