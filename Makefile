@@ -7,12 +7,14 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test check lint format protos bench clean browser
 
 # seldon-core goes beside the environment, not in it (its pins, protobuf<4 and numpy<2, do not fit
-# inferd's): the Seldon tests put it on PYTHONPATH to run user code that imports it.
+# inferd's): the Seldon tests put it on PYTHONPATH to run user code that imports it. deepaas too,
+# without its dependencies (aiohttp-apispec pins apispec<4): the DEEPaaS tests do the same.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	$(BIN)/pip install --quiet --no-deps --target $(VENV)/seldon-core 'seldon-core==1.18.2'
+	$(BIN)/pip install --quiet --no-deps --target $(VENV)/deepaas 'deepaas==2.6.0'
 	touch $(STAMP)
 
 ## Install inferd and serve the bundled iris example on http://127.0.0.1:8080 (gRPC on 8081).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -77,3 +78,42 @@ def import_file_as(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def stand_in_modules(modules: dict[str, ModuleType], logger: logging.Logger) -> bool:
+    """Make the dotted names of ``modules`` importable for user code written against a platform's
+    package that inferd does not need: the installed package's own modules when they all import,
+    else the given stand-ins (their parent packages made up as empty packages). A working install is
+    never shadowed; a broken one (missing or clashing dependencies) is logged, then replaced. Returns
+    whether the installed package is used."""
+    top = next(iter(modules)).split(".")[0]
+    if all(name in sys.modules for name in modules):
+        return all(sys.modules[name] is not stand_in for name, stand_in in modules.items())
+    if importlib.util.find_spec(top) is not None:
+        try:
+            for name in modules:
+                importlib.import_module(name)
+            return True
+        except Exception as exc:  # any failure of an installed package must not stop serving
+            logger.warning(
+                "%s is installed but cannot be imported (%s: %s); %s resolve to inferd's equivalents",
+                top,
+                type(exc).__name__,
+                exc,
+                ", ".join(modules),
+            )
+            for name in [name for name in sys.modules if name.split(".")[0] == top]:
+                del sys.modules[name]
+    for name, stand_in in modules.items():
+        sys.modules[name] = stand_in
+        parent, _, leaf = name.rpartition(".")
+        child: ModuleType = stand_in
+        while parent:
+            package = sys.modules.get(parent)
+            if package is None:
+                package = ModuleType(parent, f"inferd's stand-in for {parent}.")
+                package.__path__ = []
+                sys.modules[parent] = package
+            setattr(package, leaf, child)
+            child, (parent, _, leaf) = package, parent.rpartition(".")
+    return False

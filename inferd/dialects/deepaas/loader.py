@@ -24,7 +24,7 @@ from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.settings import Settings
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, settings_from
-from inferd.dialects.deepaas import rest, test_model
+from inferd.dialects.deepaas import rest, stand_in, test_model
 from inferd.dialects.deepaas.model import DeepaasModel
 
 logger = logging.getLogger("inferd.deepaas")
@@ -48,13 +48,32 @@ ENVIRONMENT: EnvironmentTable = {
     "OS_DEFAULT__BASE_PATH": ("base_path", str),
 }
 DEFAULT_PORT = 5000
+MIN_APISPEC = 6
 
 
-def accept_old_field_style() -> None:
-    """DEEPaaS models declare fields the webargs 5 way (``missing=``, ``location=``, ``description=``),
-    which marshmallow 3 still takes with a deprecation warning per declaration; inferd supports that
-    style on purpose, so the warnings are only noise in the model's log."""
+def prepare_imports() -> None:
+    """Before model code is imported. DEEPaaS models declare fields the webargs 5 way (``missing=``,
+    ``location=``, ``description=``), which marshmallow 3 still takes with a deprecation warning per
+    declaration; inferd supports that style on purpose, so the warnings are only noise in the model's
+    log. And they import deepaas's ``BaseModel`` and ``UploadedFile``, which resolve to inferd's
+    equivalents when deepaas is not installed (`stand_in`)."""
     warnings.filterwarnings("ignore", category=RemovedInMarshmallow4Warning)
+    stand_in.install_aliases()
+
+
+def check_libraries() -> None:
+    """Installing deepaas 2.x beside inferd (models often list it in their requirements) downgrades
+    apispec to 3 through aiohttp-apispec; inferd's Swagger document needs apispec 6, so say so at
+    start-up rather than fail on the first ``/swagger.json``. (webargs 5, which comes along too, is
+    fine: inferd parses arguments itself and models only take marshmallow fields from it.)"""
+    version = metadata.version("apispec")
+    if int(version.split(".")[0]) < MIN_APISPEC:
+        raise TargetError(
+            f"apispec {version} is installed (deepaas 2.x pulls apispec<4 in through aiohttp-apispec), "
+            f"but inferd needs apispec>={MIN_APISPEC}: run pip install 'apispec>={MIN_APISPEC}', or leave "
+            "deepaas out of the environment (inferd provides its BaseModel and UploadedFile), or install "
+            "it with pip install --no-deps deepaas"
+        )
 
 
 def entry_points() -> dict[str, metadata.EntryPoint]:
@@ -77,7 +96,7 @@ def _loadable(name: str, load: Callable[[], Any]) -> Callable[[], Any] | None:
 
 def discover(settings: Settings) -> dict[str, Callable[[], Any]]:
     """Served name → how to load the model's object, in each process."""
-    accept_old_field_style()
+    prepare_imports()
     if settings.target:
         target = settings.target
         name = settings.name or (split_target(target)[1] or target.rsplit(".", 1)[-1]).lower()
@@ -101,7 +120,7 @@ def discover(settings: Settings) -> dict[str, Callable[[], Any]]:
 
 
 def load_target(target: str) -> Any:
-    accept_old_field_style()
+    prepare_imports()
     add_to_path(Path.cwd())
     return import_from_string(target)
 
@@ -132,6 +151,7 @@ class DeepaasDialect:
     def models(self, settings: Settings) -> list[ServedModel]:
         if settings.base_path and not settings.base_path.startswith("/"):
             raise TargetError(f"--base-path must start with '/': {settings.base_path!r}")
+        check_libraries()
         return [
             ServedModel(name, _factory(name, load, settings), settings.model_version)
             for name, load in discover(settings).items()

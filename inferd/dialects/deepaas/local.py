@@ -17,9 +17,9 @@ from inferd.core.settings import Settings
 from inferd.dialects.deepaas import uploads
 from inferd.dialects.deepaas.loader import discover, entry_points
 from inferd.dialects.deepaas.model import DeepaasModel
+from inferd.dialects.deepaas.stand_in import uploaded_file
 from inferd.dialects.deepaas.test_model import NAME as TEST_MODEL
 from inferd.dialects.deepaas.training import date_text, shown_args
-from inferd.dialects.deepaas.uploads import UploadedFile
 
 
 class LocalCallError(Exception):
@@ -89,11 +89,11 @@ def call(model: DeepaasModel, method: str, args: list[str], files: list[str]) ->
         uploads.remove(temp)
 
 
-def _copy(field: str, source: Path, temp: list[str]) -> UploadedFile:
+def _copy(field: str, source: Path, temp: list[str]) -> Any:
     if not source.is_file():
         raise LocalCallError(f"--file {field}: no such file {source}")
     handle = tempfile.NamedTemporaryFile(prefix="inferd-upload-", suffix=source.suffix, delete=False)
     with handle, source.open("rb") as original:
         shutil.copyfileobj(original, handle)
     temp.append(handle.name)
-    return UploadedFile(field, handle.name, "application/octet-stream", source.name)
+    return uploaded_file(field, handle.name, "application/octet-stream", source.name)

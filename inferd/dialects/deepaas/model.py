@@ -30,6 +30,10 @@ PREDICTIONS = "predictions"
 NO_DESCRIPTION = "Could not load description from underlying model (loaded '{name}')"
 
 
+class MetadataFailed(Exception):
+    """get_metadata raised when the model was loaded (logged then)."""
+
+
 def build(entry: Any) -> Any:
     """The object calls go to: a class is instantiated (no arguments), anything else used as is."""
     return entry() if inspect.isclass(entry) else entry
@@ -53,7 +57,16 @@ class DeepaasModel(Model):
         self.predict_args = arguments.declare(self._optional("get_predict_args", {}), for_predict=True)
         self.train_args = arguments.declare(self._optional("get_train_args", {}))
         self.schema = response_schema(getattr(self.user, "schema", None))
-        self.about = self._optional("get_metadata", None)
+        self.about, self.metadata_failed = None, False
+        try:
+            self.about = self._optional("get_metadata", None)
+        except Exception:
+            # deepaas-run called get_metadata per request, so a failing one only broke the metadata
+            # routes; predict and train keep working here too.
+            logger.exception(
+                "get_metadata of model '%s' failed; its metadata routes answer 500", self.entry_name
+            )
+            self.metadata_failed = True
         if self.warm:
             self._optional("warm", None)
 
@@ -71,7 +84,10 @@ class DeepaasModel(Model):
         return callable(getattr(self.user, method, None))
 
     def document(self, base_path: str) -> dict[str, Any]:
-        """The model's metadata document (§3.3): id, name, self link, overlaid with get_metadata()."""
+        """The model's metadata document (§3.3): id, name, self link, overlaid with get_metadata().
+        Raises `MetadataFailed` when get_metadata failed at load (the route answers 500)."""
+        if self.metadata_failed:
+            raise MetadataFailed(f"get_metadata of model '{self.entry_name}' failed")
         about = self.about if isinstance(self.about, dict) else None
         if about is None:
             about = {

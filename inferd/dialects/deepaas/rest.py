@@ -26,7 +26,7 @@ from inferd.core.errors import InferdError
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, swagger, training, ui, uploads
 from inferd.dialects.deepaas.arguments import ACCEPT, ANY_TYPE, parse_or_answer
-from inferd.dialects.deepaas.model import DeepaasModel
+from inferd.dialects.deepaas.model import DeepaasModel, MetadataFailed
 from inferd.protocols.fallback import ANY_METHOD
 from inferd.protocols.forms import UploadLimits
 from inferd.protocols.status import error_headers, status_of
@@ -34,6 +34,7 @@ from inferd.protocols.status import error_headers, status_of
 logger = logging.getLogger("inferd.deepaas")
 
 PROTOCOL = "deepaas"
+MODELS_PREFIX = "/v2/models/"
 JSON_ACCEPT = ("application/json", ANY_TYPE)
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -52,10 +53,15 @@ def allow(methods: tuple[str, ...], handler: Handler) -> Handler:
 class Redirects(Route):
     """Every other path: a 308 to the path with a slash appended or repeated slashes merged when that
     is a DEEPaaS path (as aiohttp's normalize_path_middleware did), else DEEPaaS's text 404. It only
-    matches partially, so V2's routes and their 405s come first."""
+    matches partially, so V2's routes and their 405s come first.
 
-    def __init__(self, known: Callable[[str], bool]) -> None:
-        self.known = known
+    Slash-less paths under ``/v2/`` are V2's when no DEEPaaS path fixes them, except under
+    ``/v2/models/``: there DEEPaaS's 404 answers what V2 does not route (rather than Starlette's 307
+    to a slash path that then 404s), and every path of a model that is not served is DEEPaaS's 404
+    whatever the method (V2 only keeps ``GET /v2/models/<name>``, its own 404 for that model)."""
+
+    def __init__(self, known: Callable[[str], bool], served: Callable[[str], bool]) -> None:
+        self.known, self.served = known, served
         super().__init__("/{path:path}", self.answer, methods=ANY_METHOD)
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
@@ -63,6 +69,9 @@ class Redirects(Route):
         path = scope.get("path", "")
         v2_only = (path == "/v2" or path.startswith("/v2/")) and not path.endswith("/")
         if match is Match.FULL and v2_only and not self.fixed(path):
+            if path.startswith(MODELS_PREFIX):
+                name = path[len(MODELS_PREFIX) :].split("/", 1)[0]
+                return (Match.PARTIAL if self.served(name) else Match.FULL), child
             return Match.NONE, {}  # V2's own answer; paths ending in "/" are DEEPaaS's (never stripped)
         return (Match.PARTIAL if match is Match.FULL else match), child
 
@@ -119,11 +128,11 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
         return Response(status_code=204)
 
     async def models(request: Request) -> Response:
-        return responses.json({"models": [model(name).document(base) for name in names]})
+        return _metadata_answer(lambda: {"models": [model(name).document(base) for name in names]})
 
     def metadata(name: str) -> Handler:
         async def answer(request: Request) -> Response:
-            return responses.json(model(name).document(base))
+            return _metadata_answer(lambda: model(name).document(base))
 
         return answer
 
@@ -171,8 +180,16 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
         table += ui.routes(base)
     exact = {route.path for route in table if isinstance(route, Route)}
     train_uuid = re.compile(rf"^{re.escape(base)}/v2/models/[^/]+/train/[0-9a-f]{{32}}$")
-    table.append(Redirects(lambda path: path in exact or bool(train_uuid.match(path))))
+    table.append(Redirects(lambda path: path in exact or bool(train_uuid.match(path)), names.__contains__))
     return table
+
+
+def _metadata_answer(document: Callable[[], Any]) -> Response:
+    """A metadata document, or DEEPaaS's plain 500 when a model's get_metadata failed."""
+    try:
+        return responses.json(document())
+    except MetadataFailed:
+        return responses.internal_error()
 
 
 async def _predict(

@@ -23,7 +23,7 @@ from inferd.core.jobs import STOPPED, JobRecord, JobRunner, JobStatus, JobStore
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, uploads
 from inferd.dialects.deepaas.arguments import parse_or_answer
-from inferd.dialects.deepaas.uploads import UploadedFile
+from inferd.dialects.deepaas.stand_in import is_uploaded_file
 from inferd.protocols.fallback import ANY_METHOD
 from inferd.protocols.forms import UploadLimits
 
@@ -77,9 +77,7 @@ def record_document(record: JobRecord) -> dict[str, Any]:
 def shown_args(values: dict[str, Any]) -> dict[str, Any]:
     """Arguments as the record shows them: an uploaded file as [field, content type, file name]."""
     return {
-        key: [value.name, value.content_type, value.original_filename]
-        if isinstance(value, UploadedFile)
-        else value
+        key: [value.name, value.content_type, value.original_filename] if is_uploaded_file(value) else value
         for key, value in values.items()
     }
 

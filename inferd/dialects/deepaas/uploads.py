@@ -1,5 +1,6 @@
 """Uploaded files as DEEPaaS models see them: ``UploadedFile(name, filename, content_type,
-original_filename)`` where ``filename`` is the path of a temporary copy.
+original_filename)`` where ``filename`` is the path of a temporary copy, of the class the model
+imports (`stand_in.uploaded_file_type`: deepaas's own when it is installed).
 
 Upstream never deleted those copies; inferd removes them when the request (or training job) is done.
 The client's file name only lends its plain extension to the copy's name, and ``original_filename``
@@ -12,23 +13,17 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from typing import NamedTuple
+from typing import Any
 
 from starlette.datastructures import UploadFile
 
+from inferd.dialects.deepaas.stand_in import uploaded_file
 from inferd.protocols.forms import safe_file_name, safe_suffix
 
 COPY_CHUNK = 1024 * 1024
 
 
-class UploadedFile(NamedTuple):
-    name: str
-    filename: str
-    content_type: str
-    original_filename: str
-
-
-async def save(field: str, upload: UploadFile) -> UploadedFile:
+async def save(field: str, upload: UploadFile) -> Any:
     """Copy ``upload`` to a temporary file the model can open by path."""
     handle, path = tempfile.mkstemp(prefix="inferd-upload-", suffix=safe_suffix(upload.filename))
     try:
@@ -38,7 +33,7 @@ async def save(field: str, upload: UploadFile) -> UploadedFile:
     except BaseException:
         remove([path])
         raise
-    return UploadedFile(field, path, upload.content_type or "", safe_file_name(upload.filename))
+    return uploaded_file(field, path, upload.content_type or "", safe_file_name(upload.filename))
 
 
 def remove(paths: list[str]) -> None:
