@@ -80,12 +80,13 @@ def import_file_as(path: Path, name: str) -> ModuleType:
     return module
 
 
-def stand_in_modules(modules: dict[str, ModuleType], logger: logging.Logger) -> bool:
+def stand_in_modules(modules: dict[str, ModuleType], logger: logging.Logger, label: str = "") -> bool:
     """Make the dotted names of ``modules`` importable for user code written against a platform's
     package that inferd does not need: the installed package's own modules when they all import,
     else the given stand-ins (their parent packages made up as empty packages). A working install is
     never shadowed; a broken one (missing or clashing dependencies) is logged, then replaced. Returns
-    whether the installed package is used."""
+    whether the installed package is used. ``label`` names the package in the log (its top module's
+    name by default)."""
     top = next(iter(modules)).split(".")[0]
     if all(name in sys.modules for name in modules):
         return all(sys.modules[name] is not stand_in for name, stand_in in modules.items())
@@ -97,7 +98,7 @@ def stand_in_modules(modules: dict[str, ModuleType], logger: logging.Logger) -> 
         except Exception as exc:  # any failure of an installed package must not stop serving
             logger.warning(
                 "%s is installed but cannot be imported (%s: %s); %s resolve to inferd's equivalents",
-                top,
+                label or top,
                 type(exc).__name__,
                 exc,
                 ", ".join(modules),

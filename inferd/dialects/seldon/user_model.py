@@ -10,12 +10,11 @@ working seldon-core is never shadowed. The dialect recognises the real classes b
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 import sys
-import types
 from typing import Any, NoReturn
+
+from inferd.core.importer import stand_in_modules
 
 logger = logging.getLogger("inferd.seldon")
 
@@ -164,28 +163,5 @@ def install_aliases() -> None:
     installed seldon-core's when they import, else this module. seldon-core 1.18 pins protobuf < 4 and
     its generated code does not load beside inferd's protobuf, so an installed copy may fail to import;
     user code then gets these equivalents instead of an ImportError."""
-    if "seldon_core.user_model" in sys.modules and "seldon_core.flask_utils" in sys.modules:
-        return  # done before: the real modules, or these aliases
-    if importlib.util.find_spec("seldon_core") is not None:
-        try:
-            importlib.import_module("seldon_core.user_model")
-            importlib.import_module("seldon_core.flask_utils")
-            return
-        except Exception as exc:  # any failure of an installed seldon-core must not stop serving
-            logger.warning(
-                "seldon-core is installed but cannot be imported (%s: %s); its user_model and "
-                "flask_utils resolve to inferd's equivalents",
-                type(exc).__name__,
-                exc,
-            )
-            for name in [name for name in sys.modules if name.split(".")[0] == "seldon_core"]:
-                del sys.modules[name]
-    package = types.ModuleType("seldon_core")
-    package.__path__ = []
-    package.__doc__ = "inferd's stand-in for seldon-core: user_model and flask_utils."
     this = sys.modules[__name__]
-    package.user_model = this  # type: ignore[attr-defined]
-    package.flask_utils = this  # type: ignore[attr-defined]
-    sys.modules.update(
-        {"seldon_core": package, "seldon_core.user_model": this, "seldon_core.flask_utils": this}
-    )
+    stand_in_modules({"seldon_core.user_model": this, "seldon_core.flask_utils": this}, logger, "seldon-core")

@@ -4,6 +4,7 @@ built-in ``deepaas-test`` model."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -19,18 +20,23 @@ def site_env(**more: str) -> dict[str, str]:
     return {"PYTHONPATH": str(SITE), **more}
 
 
+@contextmanager
+def serve_demo(tmp_path_factory: pytest.TempPathFactory, target: str, *args: str) -> Iterator[RunningServer]:
+    """``target`` (empty: the entry points) served by the DEEPaaS dialect with a data folder of its own."""
+    data_dir = tmp_path_factory.mktemp("deepaas-data")
+    with serve(target, "--dialect", "deepaas", "--data-dir", str(data_dir), *args, env=site_env()) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    data_dir = tmp_path_factory.mktemp("deepaas-data")
-    with serve("", "--dialect", "deepaas", "--data-dir", str(data_dir), env=site_env()) as server:
+    with serve_demo(tmp_path_factory, "") as server:
         yield server
 
 
 @pytest.fixture(scope="session")
 def test_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    data_dir = tmp_path_factory.mktemp("deepaas-test-data")
-    args = ("--dialect", "deepaas", "--model-name", "deepaas-test", "--data-dir", str(data_dir))
-    with serve("", *args, env=site_env()) as server:
+    with serve_demo(tmp_path_factory, "", "--model-name", "deepaas-test") as server:
         yield server
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.dialects.deepaas.conftest import SITE, site_env
+from tests.dialects.deepaas.conftest import SITE, serve_demo, site_env
 from tests.servers import RunningServer, serve
 
 #: deepaas 2.6.0 installed by `make test` beside the virtualenv with --no-deps (its aiohttp-apispec
@@ -49,9 +49,7 @@ def test_model_importing_deepaas_with_deepaas_installed_without_its_dependencies
 
 @pytest.fixture(scope="module")
 def nometa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    data_dir = tmp_path_factory.mktemp("deepaas-nometa")
-    args = ("--dialect", "deepaas", "--name", "nometa", "--data-dir", str(data_dir))
-    with serve("demo_models.nometa", *args, env=site_env()) as server:
+    with serve_demo(tmp_path_factory, "demo_models.nometa", "--name", "nometa") as server:
         yield server
 
 
