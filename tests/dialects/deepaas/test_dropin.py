@@ -17,6 +17,8 @@ from tests.servers import RunningServer, serve
 #: pins apispec<4, which inferd's Swagger document cannot use).
 DEEPAAS = Path(sys.prefix) / "deepaas"
 STAND_IN = "inferd.dialects.deepaas.stand_in.UploadedFile"
+#: Just enough of deepaas's dependencies (oslo.config, oslo.log, stevedore) for its modules to import.
+DEEPAAS_DEPS = Path(__file__).parent / "deepaas-deps"
 
 
 def _typed_predict(server: RunningServer) -> httpx.Response:
@@ -45,6 +47,22 @@ def test_model_importing_deepaas_with_deepaas_installed_without_its_dependencies
         answer = _typed_predict(server)
         assert answer.status_code == 200, answer.text
         assert answer.json()["predictions"]["type"] == STAND_IN
+
+
+def test_model_importing_deepaas_with_a_working_deepaas_gets_deepaas_uploads() -> None:
+    """deepaas imports: the model's BaseModel and UploadedFile are deepaas's own, and so is the class of
+    the upload inferd hands it."""
+    assert (DEEPAAS / "deepaas" / "model" / "v2" / "wrapper.py").is_file(), "make test installs deepaas"
+    env = {"PYTHONPATH": f"{SITE}:{DEEPAAS_DEPS}:{DEEPAAS}"}
+    with serve("demo_models.typed:Typed", "--dialect", "deepaas", "--name", "typed", env=env) as server:
+        answer = _typed_predict(server)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["predictions"] == {
+            "type": "deepaas.model.v2.wrapper.UploadedFile",
+            "size": 5,
+            "name": "in.txt",
+        }
+        assert "cannot be imported" not in server.log
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""Test stand-in for oslo.config (see ../README.md)."""

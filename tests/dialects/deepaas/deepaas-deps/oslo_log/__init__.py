@@ -1,0 +1,1 @@
+"""Test stand-in for oslo.log (see ../README.md)."""
