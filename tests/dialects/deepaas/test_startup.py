@@ -116,3 +116,16 @@ def test_cli_predict_and_train(tmp_path: Path) -> None:
     )
     assert png.returncode == 0, png.stderr
     assert png.stdout.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_apispec_3_from_a_full_deepaas_install_is_refused_clearly(tmp_path: Path) -> None:
+    """deepaas 2.x installed with its dependencies leaves apispec 3 behind (aiohttp-apispec pins it):
+    inferd says so at start-up instead of failing on /swagger.json. Only the installed version is
+    read, so a distribution record of apispec 3.3.2 first on the path stands for that install."""
+    record = tmp_path / "apispec-3.3.2.dist-info"
+    record.mkdir()
+    (record / "METADATA").write_text("Metadata-Version: 2.1\nName: apispec\nVersion: 3.3.2\n")
+    env = site_env(PYTHONPATH=f"{tmp_path}:{SITE}")
+    done = run("serve", "--dialect", "deepaas", "--port", "0", "--data-dir", str(tmp_path), env=env)
+    assert done.returncode == 2
+    assert "apispec 3.3.2 is installed" in done.stderr and "apispec>=6" in done.stderr
