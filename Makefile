@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # seldon-core goes beside the environment, not in it (its pins, protobuf<4 and numpy<2, do not fit
 # inferd's): the Seldon tests put it on PYTHONPATH to run user code that imports it. deepaas too,
 # without its dependencies (aiohttp-apispec pins apispec<4): the DEEPaaS tests do the same.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
