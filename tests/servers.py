@@ -46,6 +46,14 @@ class RunningServer:
     def log(self) -> str:
         return "".join(self.stderr_lines)
 
+    def peak_memory(self) -> int:
+        """The server process's peak resident memory so far, in bytes (``VmHWM``, which only grows:
+        compare it before and after a request to see what the request cost at its worst)."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError(f"no VmHWM in /proc/{self.process.pid}/status")
+
     def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
         """The log once it holds ``text``: stderr is read by a thread, so a line written while answering
         a request may arrive a moment after the answer."""

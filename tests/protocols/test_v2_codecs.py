@@ -39,13 +39,36 @@ def test_bytes_raw_layout_has_length_prefixes() -> None:
     ("raw", "fragment"),
     [
         (b"\x02\0\0\0ab", "fewer BYTES elements"),
-        (b"\x09\0\0\0ab", "runs past the end"),
+        (b"\x09\0\0\0abcd", "runs past the end"),
         (b"\x01\0\0\0a\x00\0\0\0\x00", "more BYTES data"),
     ],
 )
 def test_malformed_bytes_raw_data_is_refused(raw: bytes, fragment: str) -> None:
     with pytest.raises(InvalidInput, match=fragment):
         codecs.decode_raw("x", "BYTES", [2], raw)
+
+
+@pytest.mark.parametrize(
+    ("datatype", "shape"),
+    [("INT8", [2**62, 0]), ("INT64", [2**58, 0, 3]), ("BYTES", [2**59, 0]), ("BOOL", [0, 2**63 - 1])],
+)
+def test_empty_shapes_numpy_can_hold_are_accepted(datatype: str, shape: list[int]) -> None:
+    assert codecs.decode_raw("x", datatype, shape, b"").shape == tuple(shape)
+    assert codecs.decode_json("x", datatype, shape, []).shape == tuple(shape)
+
+
+@pytest.mark.parametrize(
+    ("datatype", "shape"),
+    [("INT16", [2**62, 0]), ("INT64", [2**58, 0, 4]), ("BYTES", [2**60, 0]), ("BOOL", [0, 2**63])],
+)
+def test_shapes_numpy_cannot_hold_are_invalid_input(datatype: str, shape: list[int]) -> None:
+    """Refused before numpy is asked (it would raise ValueError, a 500), whatever the data."""
+    for decode in (
+        lambda: codecs.decode_raw("x", datatype, shape, b""),
+        lambda: codecs.decode_json("x", datatype, shape, []),
+    ):
+        with pytest.raises(InvalidInput, match="larger than any tensor can be"):
+            decode()
 
 
 def test_numpy_text_arrays_are_bytes_on_the_wire() -> None:

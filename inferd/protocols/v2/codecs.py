@@ -19,6 +19,8 @@ from inferd.core.types import DTYPES, Array, Parameters, RequestedOutput, dataty
 _INT_KINDS = "iub"
 _NUMBER_KINDS = "iubf"
 _LENGTH = struct.Struct("<I")
+#: The largest byte size numpy gives an array (of any shape, even one with a zero dimension).
+_MAX_BYTES = int(np.iinfo(np.int64).max)
 
 
 def dtype_of(name: str, datatype: str) -> np.dtype[Any]:
@@ -34,16 +36,29 @@ def element_count(shape: Sequence[int]) -> int:
     return math.prod(shape)
 
 
+def checked_count(name: str, shape: Sequence[int], dtype: np.dtype[Any]) -> int:
+    """The element count of a client's ``shape``, checked before anything is sized from it: no
+    negative dimension, and no shape numpy cannot hold (its dimensions, zeros left out, times the
+    item size must fit a signed 64-bit integer; else reshaping fails with a ValueError, a 500). The
+    caller then compares the count with the data it actually received."""
+    if any(dim < 0 for dim in shape):
+        raise InvalidInput(f"input '{name}' has shape {list(shape)}; dimensions must not be negative")
+    if math.prod(dim for dim in shape if dim) * dtype.itemsize > _MAX_BYTES:
+        raise InvalidInput(f"input '{name}' has shape {list(shape)}, larger than any tensor can be")
+    return element_count(shape)
+
+
 def decode_json(name: str, datatype: str, shape: Sequence[int], data: Any) -> Array:
-    """A JSON ``data`` list (flat or nested in natural shape) as an array of ``shape``."""
+    """A JSON ``data`` list (flat or nested in natural shape) as an array of ``shape``; the array is
+    built from ``data`` (what was received), then compared with the shape's element count."""
     dtype = dtype_of(name, datatype)
+    expected = checked_count(name, shape, dtype)
     if not isinstance(data, list):
         data = [data]
     if datatype == "BYTES":
         array = _bytes_array(name, data)
     else:
         array = _number_array(name, datatype, dtype, data)
-    expected = element_count(shape)
     if array.size != expected:
         raise InvalidInput(
             f"input '{name}' has {array.size} elements but shape {list(shape)} needs {expected}"
@@ -114,11 +129,12 @@ def _flatten(data: list[Any]) -> Iterator[Any]:
 
 
 def decode_raw(name: str, datatype: str, shape: Sequence[int], raw: bytes | memoryview) -> Array:
-    """Raw little-endian bytes as an array of ``shape``; numeric data is not copied (read-only)."""
+    """Raw little-endian bytes as an array of ``shape``; numeric data is not copied (read-only). The
+    shape is checked against the length of ``raw`` before anything is allocated."""
     dtype = dtype_of(name, datatype)
-    count = element_count(shape)
+    count = checked_count(name, shape, dtype)
     if datatype == "BYTES":
-        array = _split_bytes(name, raw, count)
+        array = _split_bytes(name, raw, count, shape)
     else:
         if len(raw) != count * dtype.itemsize:
             raise InvalidInput(
@@ -129,8 +145,13 @@ def decode_raw(name: str, datatype: str, shape: Sequence[int], raw: bytes | memo
     return array.reshape(shape)
 
 
-def _split_bytes(name: str, raw: bytes | memoryview, count: int) -> Array:
+def _split_bytes(name: str, raw: bytes | memoryview, count: int, shape: Sequence[int]) -> Array:
     view = memoryview(raw)
+    if count > len(view) // _LENGTH.size:  # each element takes at least its 4-byte length
+        raise InvalidInput(
+            f"input '{name}' has fewer BYTES elements than its shape needs: shape {list(shape)} "
+            f"needs {count} elements, and {len(view)} bytes of data hold at most {len(view) // _LENGTH.size}"
+        )
     array = np.empty(count, dtype=object)
     offset = 0
     for index in range(count):

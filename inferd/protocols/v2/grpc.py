@@ -195,20 +195,13 @@ def decode_inputs(
     for index, tensor in enumerate(tensors):
         if tensor.name in inputs:
             raise InvalidInput(f"input '{tensor.name}' appears twice")
-        shape = _shape(tensor)
+        shape = list(tensor.shape)
         if raw:
             inputs[tensor.name] = codecs.decode_raw(tensor.name, tensor.datatype, shape, raw[index])
         else:
             inputs[tensor.name] = decode_contents(tensor, shape)
         parameters[tensor.name] = decode_parameters(tensor.parameters)
     return inputs, parameters
-
-
-def _shape(tensor: pb.ModelInferRequest.InferInputTensor) -> list[int]:
-    shape = list(tensor.shape)
-    if any(dim < 0 for dim in shape):
-        raise InvalidInput(f"input '{tensor.name}' has shape {shape}; dimensions must not be negative")
-    return shape
 
 
 def _check_all_raw(tensors: Sequence[pb.ModelInferRequest.InferInputTensor], raw: Sequence[bytes]) -> None:
@@ -237,7 +230,7 @@ def decode_contents(tensor: pb.ModelInferRequest.InferInputTensor, shape: list[i
     field, wire_datatype = CONTENTS_FIELDS[datatype]
     _check_contents_field(tensor, field)
     values = getattr(tensor.contents, field)
-    expected = codecs.element_count(shape)
+    expected = codecs.checked_count(name, shape, dtype)
     if len(values) != expected:
         raise InvalidInput(f"input '{name}' has {len(values)} elements but shape {shape} needs {expected}")
     if datatype == "BYTES":
