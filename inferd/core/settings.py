@@ -83,7 +83,9 @@ class Settings(BaseSettings):
     ``auto`` picks ABEJA's for the ABEJA dialect."""
 
     max_body_size: int = Field(64 * 1024 * 1024, ge=1)
-    """Largest accepted request body in bytes; larger bodies get 413."""
+    """Largest accepted request body in bytes; larger bodies get 413. A compressed body
+    (``Content-Encoding: gzip`` or ``deflate``, on the V2 routes) is held to it once inflated too,
+    checked while it inflates."""
 
     auth_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     """Bearer tokens a client must send (``Authorization: Bearer <token>``) on every HTTP route and gRPC

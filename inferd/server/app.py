@@ -62,7 +62,7 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
     dialect_routes = runtime.dialect.routes(dataplane, settings)
     describer = Describer(runtime.dialect, dataplane, settings)
     routes = [
-        *v2_rest.routes(dataplane),
+        *v2_rest.routes(dataplane, settings.max_body_size),
         *prometheus.routes(),
         *ui.routes(describer, at_root=not ui.claims_root(dialect_routes)),
         # Last: a dialect may end with a fallback answering unknown paths its own way.

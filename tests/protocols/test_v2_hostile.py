@@ -1,11 +1,12 @@
-"""Hostile V2 requests against a real server: shapes that declare far more than the data received.
-Each is refused with a clear 4xx (gRPC INVALID_ARGUMENT), quickly, without the server's peak memory
-growing, and the server keeps serving."""
+"""Hostile V2 requests against a real server: shapes that declare far more than the data received,
+and compressed bodies that inflate far past the body limit. Each is refused with a clear 4xx (gRPC
+INVALID_ARGUMENT), quickly, without the server's peak memory growing, and the server keeps serving."""
 
 from __future__ import annotations
 
 import struct
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -180,3 +181,64 @@ def test_grpc_shapes_are_checked_against_the_data_received(
     error = refused_cheaply(server, http, attack)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, error.details()
     assert message in error.details()
+
+
+# ---- compressed bodies ----
+
+
+def bomb(size: int, wbits: int) -> bytes:
+    """``size`` zero bytes compressed (gzip for wbits 31, zlib's deflate for 15) in about size/1000
+    bytes, built without compressing them all: after a full flush zlib forgets what came before, so
+    every further MiB of zeros compresses to the same bytes. The trailer checksums the whole size."""
+    block = bytes(2**20)
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, wbits)
+    first = squeeze.compress(block) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    middle = squeeze.compress(block) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    final = zlib.compressobj(9, zlib.DEFLATED, -15).flush()  # an empty last block
+    if wbits == 31:
+        crc = 0
+        for _ in range(size // len(block)):
+            crc = zlib.crc32(block, crc)
+        trailer = struct.pack("<II", crc, size % 2**32)
+    else:
+        adler = 1
+        for _ in range(size // len(block)):
+            adler = zlib.adler32(block, adler)
+        trailer = struct.pack(">I", adler)
+    return first + middle * (size // len(block) - 1) + final + trailer
+
+
+def test_the_bomb_helper_builds_valid_streams() -> None:
+    for wbits in (31, 15):
+        assert zlib.decompress(bomb(3 * 2**20, wbits), wbits) == bytes(3 * 2**20)
+
+
+@pytest.mark.parametrize(("encoding", "wbits"), [("gzip", 31), ("deflate", 15)])
+def test_a_compressed_body_is_held_to_the_body_limit_once_inflated(
+    server: RunningServer, http: httpx.Client, encoding: str, wbits: int
+) -> None:
+    body = bomb(2**30, wbits)  # 1 GiB of zeros
+    assert len(body) < 2 * 2**20
+    answer = refused_cheaply(
+        server,
+        http,
+        lambda: http.post("/v2/models/echo/infer", content=body, headers={"Content-Encoding": encoding}),
+    )
+    assert answer.status_code == 413, answer.text
+    assert answer.json() == {"error": "request body inflates to more than the limit of 67108864 bytes"}
+
+
+@pytest.mark.parametrize(("encoding", "wbits"), [("gzip", 31), ("deflate", 15)])
+def test_a_valid_compressed_body_still_works(http: httpx.Client, encoding: str, wbits: int) -> None:
+    squeeze = zlib.compressobj(6, zlib.DEFLATED, wbits)
+    body = squeeze.compress(orjson.dumps(ECHO)) + squeeze.flush()
+    answer = http.post("/v2/models/echo/infer", content=body, headers={"Content-Encoding": encoding})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["outputs"][0]["data"] == [1, 2]
+
+
+def test_a_truncated_compressed_body_is_400(http: httpx.Client) -> None:
+    body = zlib.compress(orjson.dumps(ECHO))[:-6]
+    answer = http.post("/v2/models/echo/infer", content=body, headers={"Content-Encoding": "deflate"})
+    assert answer.status_code == 400
+    assert answer.json() == {"error": "body is not valid deflate data: it ends before its stream does"}

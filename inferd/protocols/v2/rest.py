@@ -5,9 +5,7 @@ Routes are declared once as a table; the ``/versions/{version}`` variants are ge
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,9 +15,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.dataplane import DataPlane
-from inferd.core.errors import InvalidInput
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.protocols import asgi
+from inferd.protocols.compression import inflate
 from inferd.protocols.json import JSONResponse
 from inferd.protocols.v2 import openapi
 from inferd.protocols.v2.http_codec import decode_request, encode_response
@@ -51,23 +49,11 @@ def _ok_or_400(ready: bool) -> Response:
     return Response(status_code=200 if ready else 400)
 
 
-def _decompress(body: bytes, encoding: str | None) -> bytes:
-    """Honour ``Content-Encoding: gzip|deflate`` (tritonclient can compress requests)."""
-    if not encoding or encoding == "identity":
-        return body
-    try:
-        if encoding == "gzip":
-            return gzip.decompress(body)
-        if encoding == "deflate":
-            return zlib.decompress(body)
-    except (OSError, zlib.error, EOFError) as exc:
-        raise InvalidInput(f"body is not valid {encoding} data: {exc}") from None
-    raise InvalidInput(f"unsupported Content-Encoding '{encoding}'; use gzip or deflate")
-
-
 class V2Endpoints:
-    def __init__(self, dataplane: DataPlane) -> None:
+    def __init__(self, dataplane: DataPlane, max_body_size: int) -> None:
         self.dataplane = dataplane
+        #: The limit of an inflated body (``Content-Encoding: gzip|deflate``, which tritonclient can send).
+        self.max_body_size = max_body_size
 
     async def live(self, request: Request) -> Response:
         return _ok_or_400(self.dataplane.live())
@@ -94,7 +80,8 @@ class V2Endpoints:
         params = scope["path_params"]
         name, version = params["name"], params.get("version")
         self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
-        body = _decompress(await asgi.read_body(receive), asgi.header(scope, b"content-encoding"))
+        encoding = asgi.header(scope, b"content-encoding")
+        body = inflate(await asgi.read_body(receive), encoding, self.max_body_size)
         inference = decode_request(body, asgi.header(scope, HEADER_LENGTH_BYTES))
         response = await self.dataplane.infer(name, version, inference, "rest")
         content, header_length = encode_response(response, inference)
@@ -127,8 +114,8 @@ def _model_of(request: Request) -> tuple[str, str | None]:
     return request.path_params["name"], request.path_params.get("version")
 
 
-def routes(dataplane: DataPlane) -> list[Route]:
-    endpoints = V2Endpoints(dataplane)
+def routes(dataplane: DataPlane, max_body_size: int) -> list[Route]:
+    endpoints = V2Endpoints(dataplane, max_body_size)
     infer = _AsgiApp(endpoints.infer)
     model_routes: list[tuple[str, Endpoint | ASGIApp, str]] = [
         ("/infer", infer, "POST"),
