@@ -7,6 +7,7 @@ import grpc
 from inferd.protocols.v2.grpc import HEALTH_METHODS, add_to_server
 from inferd.server.app import Runtime
 from inferd.server.auth import GrpcBearerAuth, tokens_of
+from inferd.server.grpc_requests import Registrar
 
 
 def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
@@ -20,7 +21,8 @@ def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
             ("grpc.so_reuseport", 1),
         ],
     )
-    add_to_server(server, runtime.dataplane)
+    registrar = Registrar(server)  # malformed requests of every service get INVALID_ARGUMENT
+    add_to_server(registrar, runtime.dataplane)
     for add in runtime.dialect.grpc_services(runtime.dataplane, runtime.settings):
-        add(server)
+        add(registrar)
     return server

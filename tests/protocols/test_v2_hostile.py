@@ -1,6 +1,7 @@
 """Hostile V2 requests against a real server: shapes that declare far more than the data received,
-and compressed bodies that inflate far past the body limit. Each is refused with a clear 4xx (gRPC
-INVALID_ARGUMENT), quickly, without the server's peak memory growing, and the server keeps serving."""
+compressed bodies that inflate far past the body limit, and protobuf that is not protobuf. Each is
+refused with a clear 4xx (gRPC INVALID_ARGUMENT), quickly, without the server's peak memory growing,
+and the server keeps serving."""
 
 from __future__ import annotations
 
@@ -242,3 +243,20 @@ def test_a_truncated_compressed_body_is_400(http: httpx.Client) -> None:
     answer = http.post("/v2/models/echo/infer", content=body, headers={"Content-Encoding": "deflate"})
     assert answer.status_code == 400
     assert answer.json() == {"error": "body is not valid deflate data: it ends before its stream does"}
+
+
+# ---- gRPC bytes that are not protobuf ----
+
+
+@pytest.mark.parametrize("method", ["ModelInfer", "ModelMetadata", "ServerLive"])
+def test_malformed_protobuf_is_invalid_argument(
+    server: RunningServer, http: httpx.Client, channel: grpc.Channel, method: str
+) -> None:
+    call = channel.unary_unary(f"/inference.GRPCInferenceService/{method}")  # bytes in, bytes out
+    with pytest.raises(grpc.RpcError) as caught:
+        call(b"\xff\xff\xff\xff garbage")
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details().startswith("malformed request: Error parsing message")
+    stub = pb_grpc.GRPCInferenceServiceStub(channel)
+    assert stub.ServerLive(pb.ServerLiveRequest()).live
+    assert "Unexpected" not in server.log

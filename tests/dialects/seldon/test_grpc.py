@@ -175,3 +175,19 @@ def test_v2_grpc_still_served_beside_seldon(identity_server: RunningServer) -> N
     tensor.set_data_from_numpy(np.array([[1.0, 2.0, 3.0]]))
     result = client.infer("identity", [tensor]).as_numpy("output-0")
     assert result.tolist() == [[1.0, 2.0, 3.0]]
+
+
+@pytest.mark.parametrize("method", ["/seldon.protos.Model/Predict", "/seldon.protos.Seldon/Predict"])
+def test_bytes_that_are_not_a_seldon_message_are_invalid_argument(
+    identity_channel: grpc.Channel, method: str
+) -> None:
+    call = identity_channel.unary_unary(method)  # bytes in, bytes out
+    with pytest.raises(grpc.RpcError) as caught:
+        call(b"\xff\xff\xff\xff garbage")
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert (
+        caught.value.details()
+        == "malformed request: Error parsing message with type 'seldon.protos.SeldonMessage'"
+    )
+    answer = pb_grpc.ModelStub(identity_channel).Predict(message({"data": {"ndarray": [[1.0]]}}))
+    assert as_dict(answer)["data"]["ndarray"] == [[1.0]]
