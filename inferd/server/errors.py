@@ -40,8 +40,13 @@ async def handle_disconnect(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)
 
 
+def log_unexpected(method: str, path: str, exc: BaseException) -> None:
+    """The one log line (with the traceback) of an error no handler took, answered 500."""
+    logger.error("unhandled error on %s %s", method, path, exc_info=exc)
+
+
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
-    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    log_unexpected(request.method, request.url.path, exc)
     return error_response(exc)
 
 
@@ -51,5 +56,7 @@ TYPED_ERROR_HANDLERS = {
     HTTPException: handle_http_exception,
     ClientDisconnect: handle_disconnect,
 }
-#: Starlette's table: its server error middleware takes the handler of ``Exception`` (a 500).
+#: Starlette's table: its server error middleware takes the handler of ``Exception`` (a 500). In
+#: inferd's app `RequestContext` answers those first: Starlette's middleware re-raises after its
+#: handler, and uvicorn would log the same traceback a second time.
 EXCEPTION_HANDLERS = {**TYPED_ERROR_HANDLERS, Exception: handle_unexpected}

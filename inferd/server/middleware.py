@@ -1,4 +1,5 @@
-"""The one pure ASGI middleware of every request: its id, the body limit, and the access log.
+"""The one pure ASGI middleware of every request: its id, the body limit, the answer to unexpected
+errors, and the access log.
 
 One layer instead of three: every ASGI layer costs a call per message on the hot path.
 """
@@ -14,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from inferd.core.context import request_id
 from inferd.core.errors import PayloadTooLarge
-from inferd.server.errors import error_response
+from inferd.server.errors import error_response, log_unexpected
 
 access_logger = logging.getLogger("inferd.access")
 
@@ -23,7 +24,11 @@ class RequestContext:
     """Gives every request an id (the client's ``X-Request-ID``, else a process prefix and a counter:
     unique across workers, cheaper than a uuid), echoes it in the response, refuses bodies over
     ``max_body_size`` (by Content-Length up front, or while streaming), and logs one access line
-    per request when enabled."""
+    per request when enabled.
+
+    An error no handler took is logged here, once, with the request id, and answered 500. Starlette's
+    server error middleware would answer it too, but then re-raises it for the ASGI server, and
+    uvicorn logs the traceback again ("Exception in ASGI application")."""
 
     def __init__(self, app: ASGIApp, max_body_size: int, access_log: bool) -> None:
         self.app = app
@@ -45,12 +50,12 @@ class RequestContext:
         rid = rid or f"{self._prefix}{next(self._counter):x}"
         token = request_id.set(rid)
         started = time.perf_counter()
-        status = 500
+        status, started_response = 500, False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started_response
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started_response = message["status"], True
                 message["headers"] = [*message.get("headers", ()), (b"x-request-id", rid.encode())]
             await send(message)
 
@@ -62,6 +67,10 @@ class RequestContext:
                 await self.app(scope, receive, send_with_id)
             else:
                 await self.app(scope, self._limited(receive), send_with_id)
+        except Exception as exc:
+            log_unexpected(scope["method"], scope["path"], exc)
+            if not started_response:  # else the answer is cut short: uvicorn closes the connection
+                await error_response(exc)(scope, receive, send_with_id)
         finally:
             if self.access_log:
                 self._log(scope, status, started)

@@ -1,7 +1,7 @@
 """Hostile V2 requests against a real server: shapes that declare far more than the data received,
 compressed bodies that inflate far past the body limit, and protobuf that is not protobuf. Each is
 refused with a clear 4xx (gRPC INVALID_ARGUMENT), quickly, without the server's peak memory growing,
-and the server keeps serving."""
+and the server keeps serving. Also: an unexpected 500 is logged once."""
 
 from __future__ import annotations
 
@@ -260,3 +260,25 @@ def test_malformed_protobuf_is_invalid_argument(
     stub = pb_grpc.GRPCInferenceServiceStub(channel)
     assert stub.ServerLive(pb.ServerLiveRequest()).live
     assert "Unexpected" not in server.log
+
+
+# ---- an unexpected 500 is logged once ----
+
+
+def test_an_unexpected_500_is_logged_once_with_its_request_id(
+    server: RunningServer, http: httpx.Client
+) -> None:
+    request = {"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1]}]}
+    for model in ("unencodable", "failing"):
+        rid = f"once-{model}"
+        start = len(server.stderr_lines)
+        answer = http.post(f"/v2/models/{model}/infer", json=request, headers={"X-Request-ID": rid})
+        assert answer.status_code == 500
+        assert "secret" not in answer.text and "Unserializable" not in answer.text
+        assert answer.headers["x-request-id"] == rid
+        # uvicorn would log a second traceback as the request ends: before the next request's access line
+        http.get("/v2/health/live", headers={"X-Request-ID": f"after-{rid}"})
+        server.wait_for_log(f'"request_id":"after-{rid}"')
+        tracebacks = [line for line in server.stderr_lines[start:] if "Traceback" in line]
+        assert len(tracebacks) == 1, tracebacks
+        assert f'"request_id":"{rid}"' in tracebacks[0]
