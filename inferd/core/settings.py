@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Engine = Literal["local", "ray"]
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
+#: Largest image (width x height) decoded for a handler by default: 4096 x 4096 (see ``max_image_pixels``).
+DEFAULT_MAX_IMAGE_PIXELS = 4096 * 4096
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
 
 
@@ -155,9 +157,14 @@ class Settings(BaseSettings):
     """Style of an ABEJA handler: ``18.10`` generators, ``19.04`` request handlers, or ``auto`` to tell
     them apart by the first parameter's name and whether the function is a generator."""
 
-    max_image_pixels: int = Field(89_478_485, ge=1)
-    """Largest image (width x height) decoded for a handler; larger ones are refused with 400 before
-    their pixels are decoded, which stops decompression bombs. The default is Pillow's."""
+    max_image_pixels: int = Field(DEFAULT_MAX_IMAGE_PIXELS, ge=1)
+    """Largest image (width x height) decoded for a handler; larger ones (and video frames) are
+    refused with 400 before their pixels are decoded, which stops decompression bombs.
+
+    The default, 4096 x 4096 = 16,777,216 pixels, is more than any vision model takes as input
+    while a decoded image of that size is at most 48 MiB of RGB (Pillow's own limit, 89,478,485, lets
+    a 200 KB PNG of 8000 x 8000 cost about 850 MB). Raise it for models that really read larger
+    images."""
 
     max_video_seconds: float = Field(3600.0, gt=0)
     """Longest video (by its container's duration, else frames over frame rate) decoded for an ABEJA

@@ -39,6 +39,9 @@ TRACEBACK = "Traceback (most recent call last)"
 #: An absolute path of two or more components (POSIX or Windows), not part of a URL or a longer word.
 ABSOLUTE_PATH = re.compile(r"""(?<![\w.:/\\])(?:[A-Za-z]:)?(?:[/\\][^\s'"/\\:,;()\[\]]+){2,}[/\\]?""")
 HIDDEN_PATH = "<path>"
+#: What ``str()`` puts for an object without a text of its own (``<_io.BytesIO object at 0x7f..>``,
+#: as in Pillow's "cannot identify image file ..."): a memory address, of no use to a client.
+OBJECT_ADDRESS = re.compile(r"\s*<[^<>]*\bat 0x[0-9A-Fa-f]+>")
 
 
 def status_of(exc: BaseException) -> Status:
@@ -51,18 +54,25 @@ def status_of(exc: BaseException) -> Status:
 
 
 def error_message(exc: BaseException) -> str:
-    """What the client may read: the typed error's message, never internals of anything else."""
+    """What the client may read: the typed error's message (without object addresses), never
+    internals of anything else."""
     if isinstance(exc, errors.InferdError):
-        return exc.message
+        return without_addresses(exc.message)
     return INTERNAL_MESSAGE
+
+
+def without_addresses(text: str) -> str:
+    """``text`` without the ``<... at 0x...>`` of objects a library put in its exception's text."""
+    return OBJECT_ADDRESS.sub("", text) if " at 0x" in text else text
 
 
 def scrubbed(text: str) -> str:
     """A message of model code made fit for a 5xx body: no traceback, no absolute file paths (each
-    becomes ``<path>``). For dialects whose platforms put the exception's text in the body (Seldon's
-    ``info``, ABEJA's ``error_description``): clients keep the gist, the server keeps its layout."""
+    becomes ``<path>``), no object addresses. For dialects whose platforms put the exception's text
+    in the body (Seldon's ``info``, ABEJA's ``error_description``): clients keep the gist, the server
+    keeps its layout."""
     text = text.split(TRACEBACK, 1)[0]
-    return ABSOLUTE_PATH.sub(HIDDEN_PATH, text).strip()
+    return ABSOLUTE_PATH.sub(HIDDEN_PATH, without_addresses(text)).strip()
 
 
 def error_body(exc: BaseException) -> dict[str, str]:

@@ -20,6 +20,7 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import TextIO
 
+from inferd.core.settings import DEFAULT_MAX_IMAGE_PIXELS
 from inferd.dialects.abeja import media
 from inferd.dialects.abeja.responses import Answer
 from inferd.dialects.abeja.service import AbejaModel, Call
@@ -67,7 +68,7 @@ def apply_environment(handler: str, variables: dict[str, str], organization: str
     os.environ.update(variables)
 
 
-def load(handler: str, style: str = "auto", max_image_pixels: int = 89_478_485) -> AbejaModel:
+def load(handler: str, style: str = "auto", max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> AbejaModel:
     model = AbejaModel(handler, style, max_image_pixels)
     model.load()
     return model

@@ -20,6 +20,9 @@ from typing import Any
 import numpy as np
 import orjson
 
+from inferd.core.settings import DEFAULT_MAX_IMAGE_PIXELS
+from inferd.protocols.status import without_addresses
+
 JSON_TYPE = "application/json"
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png"})
 VIDEO_TYPES = frozenset({"video/mp4", "video/avi", "video/x-matroska", "video/quicktime"})
@@ -98,14 +101,24 @@ def _image(body: bytes, kind: str, max_pixels: int) -> np.ndarray[Any, Any]:
     except MediaError:
         raise
     except Exception as exc:  # Pillow raises many kinds for bad data
-        raise MediaError(f"cannot decode {kind} body: {exc}") from None
+        raise _undecodable(kind, exc) from None
+
+
+def _undecodable(kind: str, exc: Exception) -> MediaError:
+    """The error of a body Pillow or PyAV cannot decode, in their words but without the object
+    addresses they put in (``cannot identify image file <_io.BytesIO object at 0x7f...>``)."""
+    return MediaError(f"cannot decode {kind} body: {without_addresses(str(exc))}")
 
 
 class VideoFrames(Iterator[dict[str, Any]]):
     """The frames of a video, decoded one at a time; ``close()`` closes the container."""
 
     def __init__(
-        self, source: bytes | Path, kind: str, max_pixels: int = 89_478_485, max_seconds: float = 3600.0
+        self,
+        source: bytes | Path,
+        kind: str,
+        max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+        max_seconds: float = 3600.0,
     ) -> None:
         try:
             import av
@@ -115,7 +128,7 @@ class VideoFrames(Iterator[dict[str, Any]]):
         try:
             self.container = av.open(str(source) if isinstance(source, Path) else io.BytesIO(source), "r")
         except Exception as exc:
-            raise MediaError(f"cannot decode {kind} body: {exc}") from None
+            raise _undecodable(kind, exc) from None
         if not self.container.streams.video:
             self.container.close()
             raise MediaError(f"cannot decode {kind} body: it has no video stream")
@@ -169,7 +182,7 @@ class VideoFrames(Iterator[dict[str, Any]]):
         except (StopIteration, MediaError):
             raise
         except Exception as exc:
-            raise MediaError(f"cannot decode {self.kind} body: {exc}") from None
+            raise _undecodable(self.kind, exc) from None
 
     def close(self) -> None:
         self.frames.close()

@@ -22,7 +22,7 @@ import orjson
 
 from inferd.dialects.abeja.datatypes import Response
 from inferd.dialects.abeja.exceptions import InvalidInput
-from inferd.protocols.status import scrubbed
+from inferd.protocols.status import scrubbed, without_addresses
 
 JSON = "application/json"
 
@@ -194,9 +194,9 @@ def dumps_compact(value: Any) -> bytes:
 
 def error_answer(exc: BaseException) -> Answer:
     """The 18.10 error bodies: `InvalidInput` is the client's fault (400), anything else 500, whose
-    description has no traceback or file path (`scrubbed`)."""
+    description has no traceback or file path (`scrubbed`); neither has object addresses."""
     if isinstance(exc, InvalidInput):
-        error, status, description = "bad_request", 400, str(exc)
+        error, status, description = "bad_request", 400, without_addresses(str(exc))
     else:
         error, status, description = "internal_server_error", 500, scrubbed(str(exc))
     return Answer(status, orjson.dumps({"error": error, "error_description": description}), JSON)

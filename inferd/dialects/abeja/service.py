@@ -29,6 +29,7 @@ from inferd import __version__
 from inferd.core import errors
 from inferd.core.model import Model, PredictInThread
 from inferd.core.offload import in_thread
+from inferd.core.settings import DEFAULT_MAX_IMAGE_PIXELS
 from inferd.core.types import Tensors, TensorSpec
 from inferd.dialects.abeja import media, responses
 from inferd.dialects.abeja.context import legacy_context, runtime_context
@@ -77,7 +78,7 @@ class AbejaModel(Model):
         self,
         target: str,
         style: str = "auto",
-        max_image_pixels: int = 89_478_485,
+        max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
         max_video_seconds: float = 3600.0,
         uploads: UploadLimits = DEFAULT_UPLOAD_LIMITS,
         predict_in_thread: PredictInThread = "auto",

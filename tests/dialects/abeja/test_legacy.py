@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import httpx
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from PIL import Image
 
 from tests.dialects.abeja.media_files import image_bytes, video_bytes
+from tests.servers import RunningServer
 
 
 def post_json(client: httpx.Client, document: object, **kwargs: object) -> httpx.Response:
@@ -136,6 +138,34 @@ def test_undecodable_input_is_invalid_input(
     answer = response.json()
     assert answer["error"] == "bad_request"
     assert fragment in answer["error_description"]
+
+
+def test_an_image_over_the_pixel_limit_is_refused_before_its_pixels_are_decoded(
+    legacy_server: RunningServer, legacy: httpx.Client
+) -> None:
+    """8000 x 8000 pixels in a PNG of a few hundred KB: under Pillow's limit, over inferd's default
+    of 4096 x 4096; refused from the header alone, so the server's peak memory does not grow."""
+    body = image_bytes(8000, 8000, format="PNG", color=(10, 20, 30))
+    assert len(body) < 300_000
+    before, started = legacy_server.peak_memory(), time.monotonic()
+    response = legacy.post("/", content=body, headers={"content-type": "image/png"})
+    took, grown = time.monotonic() - started, legacy_server.peak_memory() - before
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "bad_request",
+        "error_description": "image is 8000x8000 = 64000000 pixels, more than the limit of 16777216",
+    }
+    assert took < 3.0
+    assert grown < 100 * 2**20, f"the server's peak memory grew by {grown / 2**20:.0f} MiB"
+    assert post_json(legacy, {"ok": 1}).status_code == 200  # still serving
+
+
+def test_decoding_errors_carry_no_object_address(legacy: httpx.Client) -> None:
+    response = legacy.post("/", content=b"\x89PNG not really", headers={"content-type": "image/png"})
+    assert response.status_code == 400
+    description = response.json()["error_description"]
+    assert description == "cannot decode image/png body: cannot identify image file"
+    assert " at 0x" not in description
 
 
 def test_health_check(legacy: httpx.Client) -> None:
