@@ -6,6 +6,7 @@ proto-JSON clients send and the bytes gRPC carries are TensorFlow's own.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,9 @@ DTYPES: dict[int, tuple[Any, str]] = {
     tf_pb.DT_UINT64: (np.uint64, "uint64_val"),
     tf_pb.DT_STRING: (object, "string_val"),
 }
+#: The largest tensor one repeated value may fill. TensorFlow sends a constant tensor as one value and
+#: its shape; the shape is the client's word, not data received, so it may not cost gigabytes.
+MAX_REPEATED_BYTES = 64 * 1024 * 1024
 NUMPY_TO_DTYPE = {np.dtype(dtype): code for code, (dtype, _) in DTYPES.items() if dtype is not object}
 
 
@@ -47,7 +51,9 @@ def proto_to_array(proto: Any) -> np.ndarray:
         raise SeldonError(f"Invalid tftensor: dtype {tf_pb.DataType.Name(proto.dtype)} is not supported")
     dtype, field = DTYPES[proto.dtype]
     shape = [dim.size for dim in proto.tensor_shape.dim]
-    size = int(np.prod(shape)) if shape else 1
+    if any(dim < 0 for dim in shape):
+        raise SeldonError(f"Invalid tftensor: shape {shape} has a negative dimension")
+    size = math.prod(shape)  # exact: numpy's prod wraps around past 2**63
     if proto.tensor_content:
         values = np.frombuffer(proto.tensor_content, dtype=dtype).copy()
     elif proto.dtype == tf_pb.DT_HALF:
@@ -55,6 +61,11 @@ def proto_to_array(proto: Any) -> np.ndarray:
     else:
         values = np.array(list(getattr(proto, field)), dtype=dtype)
     if values.size == 1 and size > 1:  # TensorFlow repeats a single value over the shape
+        if size * values.itemsize > MAX_REPEATED_BYTES:
+            raise SeldonError(
+                f"Invalid tftensor: one value repeated over shape {shape} would take "
+                f"{size * values.itemsize} bytes, more than the limit of {MAX_REPEATED_BYTES}"
+            )
         values = np.full(size, values[0], dtype=values.dtype)
     try:
         reshaped: np.ndarray = values.reshape(shape)

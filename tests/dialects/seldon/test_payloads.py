@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
+
+from tests.servers import RunningServer
 
 PREDICT = "/api/v1.0/predictions"
 
@@ -85,6 +88,30 @@ def test_tftensor_round_trip(identity: httpx.Client) -> None:
 
     values = np.frombuffer(base64.b64decode(answer["tensorContent"]), dtype="<f4")
     assert values.tolist() == [1.5, 2.0]
+
+
+def test_one_tftensor_value_repeats_over_its_shape_within_a_limit(
+    identity_server: RunningServer, identity: httpx.Client
+) -> None:
+    """TensorFlow sends a constant tensor as one value and a shape; a shape of 2**31 doubles (16 GiB)
+    is refused before anything is allocated, and the server keeps serving."""
+    import base64
+
+    import numpy as np
+
+    huge = {"dtype": "DT_DOUBLE", "tensorShape": {"dim": [{"size": str(2**31)}]}, "doubleVal": [1.0]}
+    before, started = identity_server.peak_memory(), time.monotonic()
+    response = identity.post(PREDICT, json={"data": {"tftensor": huge}})
+    took, grown = time.monotonic() - started, identity_server.peak_memory() - before
+    assert response.status_code == 400
+    assert response.json()["status"]["info"] == (
+        "Invalid tftensor: one value repeated over shape [2147483648] would take 17179869184 bytes, "
+        "more than the limit of 67108864"
+    )
+    assert took < 3.0 and grown < 200 * 2**20
+    small = {"dtype": "DT_DOUBLE", "tensorShape": {"dim": [{"size": "2"}, {"size": "3"}]}, "doubleVal": [1.5]}
+    answer = identity.post(PREDICT, json={"data": {"tftensor": small}}).json()["data"]["tftensor"]
+    assert np.frombuffer(base64.b64decode(answer["tensorContent"]), dtype="<f8").tolist() == [1.5] * 6
 
 
 @pytest.mark.parametrize("path", ["/predict", "/api/v1.0/predictions", "/api/v0.1/predictions"])
