@@ -109,6 +109,17 @@ REST_ATTACKS = {
         (orjson.dumps({"inputs": [{"name": "x", "shape": [HUGE], "datatype": "BYTES", "data": ["a"]}]}), {}),
         "has 1 elements but shape [2147483648] needs 2147483648",
     ),
+    "JSON BYTES nested a thousand levels (past Python's recursion limit)": (
+        (
+            b'{"inputs":[{"name":"x","shape":[1],"datatype":"BYTES","data":'
+            + b"[" * 1000
+            + b'"a"'
+            + b"]" * 1000
+            + b"}]}",
+            {},
+        ),
+        "input 'x': data nests deeper than 64 levels",
+    ),
 }
 
 

@@ -19,6 +19,8 @@ from inferd.core.types import DTYPES, Array, Parameters, RequestedOutput, dataty
 _INT_KINDS = "iub"
 _NUMBER_KINDS = "iubf"
 _LENGTH = struct.Struct("<I")
+#: The deepest nesting of JSON ``data``: numpy's most dimensions (``NPY_MAXDIMS``); deeper is no tensor.
+MAX_DIMS = 64
 #: The largest byte size numpy gives an array (of any shape, even one with a zero dimension).
 _MAX_BYTES = int(np.iinfo(np.int64).max)
 
@@ -89,7 +91,7 @@ def _number_array(name: str, datatype: str, dtype: np.dtype[Any], data: list[Any
 def _exact_integers(name: str, datatype: str, dtype: np.dtype[Any], data: list[Any]) -> Array:
     """Integers past float64's precision (e.g. UINT64 near 2**64) make numpy infer float or object;
     convert them exactly when every element really is an integer."""
-    elements = list(_flatten(data))
+    elements = list(_flatten(name, data))
     if not all(isinstance(element, int) and not isinstance(element, bool) for element in elements):
         kinds = {type(element).__name__ for element in elements} - {"int"}
         raise InvalidInput(
@@ -108,7 +110,7 @@ def _describe(kind: str) -> str:
 
 
 def _bytes_array(name: str, data: list[Any]) -> Array:
-    elements = list(_flatten(data))
+    elements = list(_flatten(name, data))
     array = np.empty(len(elements), dtype=object)
     for index, element in enumerate(elements):
         if isinstance(element, str):
@@ -120,12 +122,20 @@ def _bytes_array(name: str, data: list[Any]) -> Array:
     return array
 
 
-def _flatten(data: list[Any]) -> Iterator[Any]:
-    for item in data:
-        if isinstance(item, list):
-            yield from _flatten(item)
-        else:
+def _flatten(name: str, data: list[Any]) -> Iterator[Any]:
+    """The elements of nested lists, row-major, without recursion (JSON may nest a thousand levels,
+    past Python's recursion limit); nesting deeper than `MAX_DIMS` is InvalidInput."""
+    stack = [iter(data)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, list):
+                if len(stack) >= MAX_DIMS:
+                    raise InvalidInput(f"input '{name}': data nests deeper than {MAX_DIMS} levels")
+                stack.append(iter(item))
+                break
             yield item
+        else:
+            stack.pop()
 
 
 def decode_raw(name: str, datatype: str, shape: Sequence[int], raw: bytes | memoryview) -> Array:
