@@ -11,7 +11,7 @@ message saying what was wrong, before the servicer sees it. Calls of well-formed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import grpc
@@ -42,15 +42,10 @@ def tolerant(deserializer: Deserializer) -> Deserializer:
 
 
 def checked(handler: Handler) -> Handler:
-    """``handler`` answering malformed requests INVALID_ARGUMENT; streamed requests and handlers
-    without a deserializer are left as they are."""
-    if handler is None or handler.request_streaming or handler.request_deserializer is None:
+    """``handler`` answering malformed requests INVALID_ARGUMENT. Streaming RPCs (inferd registers
+    none) and handlers without a deserializer are left as they are."""
+    if handler.request_streaming or handler.response_streaming or handler.request_deserializer is None:
         return handler
-    if handler.response_streaming:
-        return handler._replace(
-            request_deserializer=tolerant(handler.request_deserializer),
-            unary_stream=_unary_stream(handler.unary_stream),
-        )
     return handler._replace(
         request_deserializer=tolerant(handler.request_deserializer),
         unary_unary=_unary_unary(handler.unary_unary),
@@ -66,42 +61,15 @@ def _unary_unary(behaviour: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _unary_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
-    async def call(request: Any, context: Any) -> Any:
-        if isinstance(request, MalformedRequest):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
-        async for response in behaviour(request, context):
-            yield response
-
-    return call
-
-
-class _CheckedGenericHandler(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpcio ships no hints
-    """A generic handler (looked up per call) whose handlers are `checked`, each wrapped once."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.wrapped: dict[str, tuple[Handler, Handler]] = {}  # method → (handler, checked handler)
-
-    def service(self, details: Any) -> Handler:
-        handler = self.inner.service(details)
-        if handler is None:
-            return None
-        found = self.wrapped.get(details.method)
-        if found is None or found[0] is not handler:
-            found = self.wrapped[details.method] = (handler, checked(handler))
-        return found[1]
-
-
 class Registrar:
     """The server as services see it while they register (``add_XServicer_to_server(servicer,
-    registrar)``): their handlers are registered `checked`; anything else reaches the server."""
+    registrar)``): the handlers they register by method name are registered `checked`; anything
+    else reaches the server as it is. Generated code (grpcio-tools >= 1.62, all of inferd's) registers
+    every method by name as well as in a generic handler, and grpc serves a method by its named
+    handler first, so the generic ones are never used for those methods."""
 
     def __init__(self, server: grpc.aio.Server) -> None:
         self.server = server
-
-    def add_generic_rpc_handlers(self, handlers: Iterable[Any]) -> None:
-        self.server.add_generic_rpc_handlers(tuple(_CheckedGenericHandler(inner) for inner in handlers))
 
     def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:
         self.server.add_registered_method_handlers(

@@ -92,3 +92,19 @@ def test_seldon_grpc_needs_a_token(secured: Secured) -> None:
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         answer = stub.Predict(message, metadata=(("authorization", f"Bearer {TOKENS[0]}"),))
         assert list(answer.data.ndarray[0]) == [0.0]
+
+
+@pytest.mark.parametrize("secured", ["native"], indirect=True)
+def test_malformed_grpc_bytes_are_invalid_argument_with_a_token_and_unauthenticated_without(
+    secured: Secured,
+) -> None:
+    assert secured.server.grpc_address is not None
+    with grpc.insecure_channel(secured.server.grpc_address) as channel:
+        call = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")  # bytes in, bytes out
+        for metadata, code in (
+            ([("authorization", f"Bearer {TOKENS[0]}")], grpc.StatusCode.INVALID_ARGUMENT),
+            (None, grpc.StatusCode.UNAUTHENTICATED),
+        ):
+            with pytest.raises(grpc.RpcError) as refused:
+                call(b"\xff\xff\xff\xff garbage", metadata=metadata)
+            assert refused.value.code() == code
