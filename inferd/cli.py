@@ -82,7 +82,9 @@ def _settings(project: dict[str, Any] | None = None, **given: Any) -> Settings:
     try:
         return Settings(**given)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
+        )
         _fail(f"invalid option: {problems}")
 
 

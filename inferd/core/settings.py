@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from inferd.core.names import name_problem
+
 Engine = Literal["local", "ray"]
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
@@ -48,7 +50,9 @@ class Settings(BaseSettings):
     """Handler convention of the target; ``auto`` detects it from the target."""
 
     name: str | None = None
-    """Name the model is served under; defaults to one derived from the target."""
+    """Name the model is served under; defaults to one derived from the target. It must fit a URL
+    path: letters, digits, ``_``, ``.`` and ``-``, starting with a letter or digit (names from
+    config files and derived names follow the same rule)."""
 
     model_version: str | None = None
     """Version label of the served model, reported in V2 metadata and responses."""
@@ -272,6 +276,16 @@ class Settings(BaseSettings):
         if isinstance(value, (list, tuple)):
             stripped = [token.strip() if isinstance(token, str) else token for token in value]
             return [token for token in stripped if token != ""]
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str | None) -> str | None:
+        """An empty name would silently fall back to the derived one; a name with ``/`` or ``..``
+        would be served where no request reaches it: both are refused at start-up."""
+        problem = None if value is None else name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")
