@@ -7,6 +7,7 @@ reference is generated from here and cannot drift.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,6 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from inferd.core.names import name_problem
 
+ORIGIN = re.compile(r"\*|https?://[^/?#\s]+/?", re.IGNORECASE)
 Engine = Literal["local", "ray"]
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
@@ -95,6 +97,21 @@ class Settings(BaseSettings):
     or ``INFERD_AUTH_TOKENS``, comma-separated or a JSON list. Several tokens let one be rotated out
     while clients move to another. Missing or unknown tokens get 401 (gRPC UNAUTHENTICATED); the
     ``Authorization`` header is then removed before any model code sees the request."""
+
+    allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Origins (``scheme://host[:port]``, or ``*`` for any) besides the server's own whose pages may
+    call control routes: V2 model load and unload, DEEPaaS training jobs, the try-it login. A request
+    to one of them with an ``Origin`` header naming another site gets 403: a browser sends a
+    cross-site POST of a form or ``text/plain`` without asking first. Requests without ``Origin``
+    (curl, SDKs) and inference routes are not concerned. Comma-separated or a JSON list."""
+
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Host names (``Host`` header, without port; ``*`` for any, ``.example.com`` for it and its
+    subdomains) the server answers besides the loopback ones (``localhost``, ``127.x.x.x``, ``::1``).
+    A server bound to a loopback address answers only those and loopback names; one bound elsewhere
+    checks ``Host`` only when this is set. Other names get 403 on every HTTP route, which stops DNS
+    rebinding (a page on an attacker's name resolving to 127.0.0.1). Comma-separated or a JSON
+    list."""
 
     max_concurrency: int | None = Field(None, ge=1)
     """Requests one model runs at once in each worker process; up to ``max_queue_size`` more wait for a
@@ -266,10 +283,10 @@ class Settings(BaseSettings):
     throughput-optimized mode. inferd keeps slow model code off that loop with
     ``predict_in_thread``, which a model whose calls take seconds should set."""
 
-    @field_validator("auth_tokens", mode="before")
+    @field_validator("auth_tokens", "allowed_origins", "allowed_hosts", mode="before")
     @classmethod
-    def _split_tokens(cls, value: Any) -> Any:
-        """``INFERD_AUTH_TOKENS`` as a JSON list or comma-separated; empty entries are dropped."""
+    def _split_list(cls, value: Any) -> Any:
+        """A list from the environment as a JSON list or comma-separated; empty entries are dropped."""
         if isinstance(value, str):
             text = value.strip()
             value = json.loads(text) if text.startswith("[") else text.split(",")
@@ -277,6 +294,15 @@ class Settings(BaseSettings):
             stripped = [token.strip() if isinstance(token, str) else token for token in value]
             return [token for token in stripped if token != ""]
         return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        """An origin is ``scheme://host[:port]``; a bare host name would never match, so it is refused."""
+        for origin in value:
+            if not ORIGIN.fullmatch(origin):
+                raise ValueError(f"origin {origin!r} is not '*' or http(s)://host[:port]")
+        return [origin.rstrip("/") for origin in value]
 
     @field_validator("name")
     @classmethod

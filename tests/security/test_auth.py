@@ -92,3 +92,16 @@ def test_seldon_grpc_needs_a_token(secured: Secured) -> None:
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         answer = stub.Predict(message, metadata=(("authorization", f"Bearer {TOKENS[0]}"),))
         assert list(answer.data.ndarray[0]) == [0.0]
+
+
+@pytest.mark.parametrize("secured", ["abeja"], indirect=True)
+def test_model_code_never_sees_the_login_cookie(secured: Secured) -> None:
+    """The try-it page's cookie stands for a token: it is removed like the header, other cookies stay."""
+    with secured.client() as http:
+        signed = http.post("/inferd/login", data={"token": TOKENS[0]})
+        assert signed.status_code == 303, signed.text
+        http.cookies.set("theme", "dark")
+        answer = secured.ask(http)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["authorization"] is None
+    assert answer.json()["cookie"] == "theme=dark"
