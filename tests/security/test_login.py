@@ -34,7 +34,11 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[Site]:
-    env = {"PYTHONPATH": PYTHONPATH, "INFERD_AUTH_TOKENS": ",".join(TOKENS)}
+    env = {
+        "PYTHONPATH": PYTHONPATH,
+        "INFERD_AUTH_TOKENS": ",".join(TOKENS),
+        "INFERD_ALLOWED_ORIGINS": "https://proxy.test",
+    }
     with serve(
         str(APPS / "native_models.py"), "--dialect", "native", "--no-grpc", "--access-log", env=env
     ) as server:
@@ -104,6 +108,16 @@ def test_another_site_cannot_sign_a_browser_in(site: Site) -> None:
         assert "set-cookie" not in answer.headers
         own = {"Origin": site.server.http_url}
         assert http.post("/inferd/login", data={"token": TOKENS[0]}, headers=own).status_code == 303
+
+
+def test_a_form_posted_over_https_gets_a_secure_cookie(site: Site) -> None:
+    """Behind a proxy terminating TLS, inferd sees http, but the form's page was https."""
+    with site.browser() as http:
+        signed = http.post(
+            "/inferd/login", data={"token": TOKENS[0]}, headers={"Origin": "https://proxy.test"}
+        )
+        assert signed.status_code == 303, signed.text
+        assert "secure" in [part.strip().lower() for part in signed.headers["set-cookie"].split(";")]
 
 
 @pytest.mark.parametrize("target", ["//evil.test/", "https://evil.test/", "/\\evil.test", "relative"])

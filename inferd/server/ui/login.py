@@ -4,7 +4,8 @@ history. So a small form at `LOGIN` takes the token once and answers a cookie th
 middleware accepts like the header (HTTP routes only; gRPC clients are no browsers).
 
 The cookie is ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other site's page makes the
-browser send it), ``Path=/``, and ``Secure`` when the form was posted over https. Its value is not the
+browser send it), ``Path=/``, and ``Secure`` when the form was posted over https (to inferd, or to a
+proxy terminating TLS: the form's ``Origin`` is then https). Its value is not the
 token but ``HMAC-SHA256(token, PURPOSE)``: a stolen cookie opens the HTTP routes of this server
 only while that token is configured, and it cannot be used as a bearer token on gRPC or on other
 services sharing the token. A per-process random key would be safer still, but each worker and
@@ -149,7 +150,7 @@ def routes(login: Login) -> list[BaseRoute]:
             path="/",
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=_over_https(request),
         )
         return answer
 
@@ -162,6 +163,14 @@ def routes(login: Login) -> list[BaseRoute]:
         ControlRoute(LOGIN, form_or_sign_in, methods=["GET", "POST"]),
         ControlRoute(LOGOUT, sign_out, methods=["POST"]),
     ]
+
+
+def _over_https(request: Request) -> bool:
+    """Whether the browser posted the form over https: to this server, or to a proxy terminating TLS
+    in front of it (the form's page then has an https ``Origin``, which the Origin check allowed)."""
+    return request.url.scheme == "https" or (request.headers.get("origin") or "").lower().startswith(
+        "https://"
+    )
 
 
 def _next(path: str | None) -> str:
