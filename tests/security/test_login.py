@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from tests import browser
 from tests.security.conftest import APPS, PYTHONPATH, TOKENS
 from tests.servers import RunningServer, serve
 
@@ -132,3 +133,20 @@ def test_the_token_of_the_form_never_reaches_the_log(site: Site) -> None:
     log = site.server.wait_for_log("/inferd/login")
     assert "/inferd/login" in log
     assert TOKENS[0] not in log
+
+
+def test_a_real_browser_signs_in_and_sees_the_page(site: Site) -> None:
+    """Chromium follows the redirect, posts the form (with its own Origin), keeps the cookie and
+    sends it with the page's own requests."""
+    with browser.page() as tab:
+        tab.send("Page.navigate", url=f"{site.server.http_url}/inferd/")
+        tab.wait_for("location.pathname === '/inferd/login' && document.readyState === 'complete'")
+        assert tab.evaluate("document.cookie") == ""
+        tab.fill("input[name=token]", "wrong")
+        tab.click("button[type=submit]")
+        tab.wait_for("document.querySelector('.error')?.innerText.includes('not one of')")
+        tab.fill("input[name=token]", TOKENS[0])
+        tab.click("button[type=submit]")
+        tab.wait_for("location.pathname === '/inferd/' && !!document.querySelector('tr[data-model=sleepy]')")
+        assert "ready" in tab.text("tr[data-model=sleepy]")
+        assert tab.evaluate("document.cookie") == ""  # HttpOnly: the page's scripts cannot read it
