@@ -28,7 +28,6 @@ MISSING = "missing bearer token: send 'Authorization: Bearer <token>'"
 INVALID = "invalid bearer token"
 PROBE_METHODS = ("GET", "HEAD")
 IsOpen = Callable[[str, str], bool]
-Headers = list[tuple[bytes, bytes]]
 
 
 class BrowserLogin(Protocol):
@@ -37,8 +36,8 @@ class BrowserLogin(Protocol):
     def is_open(self, method: str, path: str) -> bool:
         """Whether the path is part of the login itself and needs no credentials."""
 
-    def take_cookie(self, scope: Scope, headers: Headers) -> tuple[Headers, bool]:
-        """``headers`` without the login cookie, and whether it was a good one."""
+    def take_cookie(self, scope: Scope, cookies: list[bytes]) -> tuple[list[bytes], bool]:
+        """The ``Cookie`` header values without the login cookie, and whether it was a good one."""
 
     def page_for(self, scope: Scope) -> Response | None:
         """What a browser refused a page gets instead of the 401 (the login form), if anything."""
@@ -117,14 +116,18 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         authorization, kept = None, []
+        cookies: list[bytes] = []
         for key, value in scope["headers"]:
             if key == b"authorization":
                 authorization = value
+            elif key == b"cookie" and self.login is not None:
+                cookies.append(value)
             else:
                 kept.append((key, value))
         signed_in = False
-        if self.login is not None:
-            kept, signed_in = self.login.take_cookie(scope, kept)
+        if cookies and self.login is not None:  # API clients send no cookie: no cost for them
+            others, signed_in = self.login.take_cookie(scope, cookies)
+            kept += [(b"cookie", value) for value in others]
         scope = {**scope, "headers": kept}
         method, path = scope.get("method", ""), scope["path"]
         if signed_in or self.is_open(method, path) or (self.login and self.login.is_open(method, path)):

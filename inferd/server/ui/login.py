@@ -86,32 +86,27 @@ class Login:
         """The cookie of a token, once it is known to be a configured one."""
         return signature(token.encode(), PURPOSE)
 
-    def take_cookie(
-        self, scope: Scope, headers: list[tuple[bytes, bytes]]
-    ) -> tuple[list[tuple[bytes, bytes]], bool]:
-        """``headers`` without the login cookie (model code never sees it), and whether it was a good
-        one (compared with every token's in constant time)."""
+    def take_cookie(self, scope: Scope, cookies: list[bytes]) -> tuple[list[bytes], bool]:
+        """The ``Cookie`` header values without the login cookie (model code never sees it), and
+        whether it was a good one (compared with every token's in constant time)."""
         name = self.cookie_name(scope).encode()
         given: bytes | None = None
-        kept: list[tuple[bytes, bytes]] = []
-        for key, value in headers:
-            if key != b"cookie":
-                kept.append((key, value))
-                continue
+        kept: list[bytes] = []
+        for value in cookies:
             others = []
-            for pair in value.split(b";"):
-                cookie, _, content = pair.strip().partition(b"=")
-                if cookie == name:
+            for pair in (part.strip() for part in value.split(b";")):
+                cookie, _, content = pair.partition(b"=")
+                if cookie.strip() == name:
                     given = content.strip()
-                elif pair.strip():
-                    others.append(pair.strip())
+                elif pair:
+                    others.append(pair)
             if others:
-                kept.append((key, b"; ".join(others)))
+                kept.append(b"; ".join(others))
         if given is None:
             return kept, False
         matched = False
-        for value in self._values:  # every value, always: no early exit to time
-            matched |= hmac.compare_digest(given, value)
+        for signed in self._values:  # every value, always: no early exit to time
+            matched |= hmac.compare_digest(given, signed)
         return kept, matched
 
     def is_open(self, method: str, path: str) -> bool:
