@@ -119,3 +119,10 @@ def test_a_derived_name_follows_the_same_rule(tmp_path: Path) -> None:
     result = inferd("serve", str(folder), "--port", "0", "--grpc-port", "0")
     assert result.returncode == 2, result.stderr
     assert "model name 'iris (copy)' cannot be used in a URL path" in result.stderr.replace("\n", " ")
+
+
+def test_an_allowed_origin_that_is_no_origin_exits_2() -> None:
+    """A bare host name would never match a browser's Origin: refused rather than silently useless."""
+    result = inferd("serve", IRIS, "--port", "0", "--allowed-origin", "example.com")
+    assert result.returncode == 2
+    assert "origin 'example.com' is not '*' or http(s)://host[:port]" in result.stderr.replace("\n", " ")

@@ -19,12 +19,9 @@ INFER = {"inputs": [{"name": "seconds", "shape": [1], "datatype": "FP32", "data"
 
 @pytest.fixture(scope="module")
 def http() -> Iterator[httpx.Client]:
-    env = {
-        "PYTHONPATH": PYTHONPATH,
-        "INFERD_ALLOWED_ORIGINS": "http://trusted.test:8000",
-        "INFERD_ALLOWED_HOSTS": "exact.test,.inferd.test",
-    }
-    with serve(str(APPS / "native_models.py"), "--dialect", "native", "--no-grpc", env=env) as server:
+    env = {"PYTHONPATH": PYTHONPATH, "INFERD_ALLOWED_HOSTS": "exact.test,.inferd.test"}
+    options = ("--dialect", "native", "--no-grpc", "--allowed-origin", "http://trusted.test:8000")
+    with serve(str(APPS / "native_models.py"), *options, env=env) as server:
         with httpx.Client(base_url=server.http_url, timeout=30) as client:
             yield client
 
