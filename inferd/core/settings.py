@@ -103,15 +103,16 @@ class Settings(BaseSettings):
     call control routes: V2 model load and unload, DEEPaaS training jobs, the try-it login. A request
     to one of them with an ``Origin`` header naming another site gets 403: a browser sends a
     cross-site POST of a form or ``text/plain`` without asking first. Requests without ``Origin``
-    (curl, SDKs) and inference routes are not concerned. Comma-separated or a JSON list."""
+    (curl, SDKs) and inference routes are not concerned. ``--allowed-origin`` (repeatable), or
+    ``INFERD_ALLOWED_ORIGINS`` comma-separated or a JSON list."""
 
     allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Host names (``Host`` header, without port; ``*`` for any, ``.example.com`` for it and its
     subdomains) the server answers besides the loopback ones (``localhost``, ``127.x.x.x``, ``::1``).
     A server bound to a loopback address answers only those and loopback names; one bound elsewhere
     checks ``Host`` only when this is set. Other names get 403 on every HTTP route, which stops DNS
-    rebinding (a page on an attacker's name resolving to 127.0.0.1). Comma-separated or a JSON
-    list."""
+    rebinding (a page on an attacker's name resolving to 127.0.0.1). ``--allowed-host``
+    (repeatable), or ``INFERD_ALLOWED_HOSTS`` comma-separated or a JSON list."""
 
     max_concurrency: int | None = Field(None, ge=1)
     """Requests one model runs at once in each worker process; up to ``max_queue_size`` more wait for a
