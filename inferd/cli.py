@@ -82,7 +82,9 @@ def _settings(project: dict[str, Any] | None = None, **given: Any) -> Settings:
     try:
         return Settings(**given)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
+        )
         _fail(f"invalid option: {problems}")
 
 
@@ -187,6 +189,16 @@ def serve(
             help="Require 'Authorization: Bearer TOKEN' (repeatable); INFERD_AUTH_TOKENS keeps it out of ps."
         ),
     ] = None,
+    allowed_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another site (scheme://host[:port]) whose pages may call control routes (repeatable)."
+        ),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(help="A Host name answered besides loopback ones (repeatable; .example.com, *)."),
+    ] = None,
     engine: Annotated[
         str | None, typer.Option(help="local (this machine) or ray (Ray Serve replicas) [default: local].")
     ] = None,
@@ -248,6 +260,8 @@ def serve(
         max_batch_time_ms=max_batch_time_ms,
         model_settings=model_settings.resolve() if model_settings else None,
         auth_tokens=auth_token or None,
+        allowed_origins=allowed_origin or None,
+        allowed_hosts=allowed_host or None,
         engine=engine,
         replicas=replicas,
         autoscale=autoscale,

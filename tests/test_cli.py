@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -101,3 +102,27 @@ def test_a_port_in_use_exits_1_naming_it(option: str) -> None:
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "", ".", "..", "-x", "with space"])
+def test_a_name_no_url_path_can_carry_exits_2(name: str) -> None:
+    """Such a name used to be served where no request reaches it, or (empty) silently ignored."""
+    result = inferd("serve", IRIS, "--port", "0", "--grpc-port", "0", "--name", name)
+    assert result.returncode == 2, result.stderr
+    assert f"model name {name!r} cannot be used in a URL path" in result.stderr.replace("\n", " ")
+
+
+def test_a_derived_name_follows_the_same_rule(tmp_path: Path) -> None:
+    """A project folder's name becomes the model's name: one no path can carry stops start-up too."""
+    folder = tmp_path / "iris (copy)"
+    shutil.copytree(IRIS, folder)
+    result = inferd("serve", str(folder), "--port", "0", "--grpc-port", "0")
+    assert result.returncode == 2, result.stderr
+    assert "model name 'iris (copy)' cannot be used in a URL path" in result.stderr.replace("\n", " ")
+
+
+def test_an_allowed_origin_that_is_no_origin_exits_2() -> None:
+    """A bare host name would never match a browser's Origin: refused rather than silently useless."""
+    result = inferd("serve", IRIS, "--port", "0", "--allowed-origin", "example.com")
+    assert result.returncode == 2
+    assert "origin 'example.com' is not '*' or http(s)://host[:port]" in result.stderr.replace("\n", " ")

@@ -56,6 +56,11 @@ class Unauthenticated(InferdError):
     """The request carries no bearer token, or one the server does not know."""
 
 
+class Forbidden(InferdError):
+    """The request is refused for where it comes from: a foreign ``Origin`` on a route that changes
+    the server's state, or a ``Host`` name a loopback server does not answer to (DNS rebinding)."""
+
+
 class InferenceFailed(InferdError):
     """User model code raised; the client only sees a generic message."""
 

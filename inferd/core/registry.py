@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady
+from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady, TargetError
 from inferd.core.model import Model, resolve
+from inferd.core.names import name_problem
 from inferd.core.types import ModelMetadata
 
 logger = logging.getLogger("inferd.registry")
@@ -51,7 +52,11 @@ class ModelRegistry:
         self._latest: dict[str, ModelEntry] = {}
 
     def add(self, name: str, factory: ModelFactory, version: str | None = None) -> None:
-        """Register a model without loading it; a duplicate (name, version) is a mistake."""
+        """Register a model without loading it; a duplicate (name, version) is a mistake, and a name no
+        protocol path can carry (`inferd.core.names`) is refused as a `TargetError`."""
+        problem = name_problem(name)
+        if problem is not None:
+            raise TargetError(problem)
         versions = self._entries.setdefault(name, {})
         if version in versions:
             raise ValueError(f"model '{name}' version {version!r} is registered twice")

@@ -7,12 +7,16 @@ reference is generated from here and cannot drift.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from inferd.core.names import name_problem
+
+ORIGIN = re.compile(r"\*|https?://[^/?#\s]+/?", re.IGNORECASE)
 Engine = Literal["local", "ray"]
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
 #: Largest image (width x height) decoded for a handler by default: 4096 x 4096 (see ``max_image_pixels``).
@@ -50,7 +54,9 @@ class Settings(BaseSettings):
     """Handler convention of the target; ``auto`` detects it from the target."""
 
     name: str | None = None
-    """Name the model is served under; defaults to one derived from the target."""
+    """Name the model is served under; defaults to one derived from the target. It must fit a URL
+    path: letters, digits, ``_``, ``.`` and ``-``, starting with a letter or digit (names from
+    config files and derived names follow the same rule)."""
 
     model_version: str | None = None
     """Version label of the served model, reported in V2 metadata and responses."""
@@ -95,6 +101,22 @@ class Settings(BaseSettings):
     or ``INFERD_AUTH_TOKENS``, comma-separated or a JSON list. Several tokens let one be rotated out
     while clients move to another. Missing or unknown tokens get 401 (gRPC UNAUTHENTICATED); the
     ``Authorization`` header is then removed before any model code sees the request."""
+
+    allowed_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Origins (``scheme://host[:port]``, or ``*`` for any) besides the server's own whose pages may
+    call control routes: V2 model load and unload, DEEPaaS training jobs, the try-it login. A request
+    to one of them with an ``Origin`` header naming another site gets 403: a browser sends a
+    cross-site POST of a form or ``text/plain`` without asking first. Requests without ``Origin``
+    (curl, SDKs) and inference routes are not concerned. ``--allowed-origin`` (repeatable), or
+    ``INFERD_ALLOWED_ORIGINS`` comma-separated or a JSON list."""
+
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Host names (``Host`` header, without port; ``*`` for any, ``.example.com`` for it and its
+    subdomains) the server answers besides the loopback ones (``localhost``, ``127.x.x.x``, ``::1``).
+    A server bound to a loopback address answers only those and loopback names; one bound elsewhere
+    checks ``Host`` only when this is set. Other names get 403 on every HTTP route, which stops DNS
+    rebinding (a page on an attacker's name resolving to 127.0.0.1). ``--allowed-host``
+    (repeatable), or ``INFERD_ALLOWED_HOSTS`` comma-separated or a JSON list."""
 
     max_concurrency: int | None = Field(None, ge=1)
     """Requests one model runs at once in each worker process; up to ``max_queue_size`` more wait for a
@@ -271,16 +293,35 @@ class Settings(BaseSettings):
     throughput-optimized mode. inferd keeps slow model code off that loop with
     ``predict_in_thread``, which a model whose calls take seconds should set."""
 
-    @field_validator("auth_tokens", mode="before")
+    @field_validator("auth_tokens", "allowed_origins", "allowed_hosts", mode="before")
     @classmethod
-    def _split_tokens(cls, value: Any) -> Any:
-        """``INFERD_AUTH_TOKENS`` as a JSON list or comma-separated; empty entries are dropped."""
+    def _split_list(cls, value: Any) -> Any:
+        """A list from the environment as a JSON list or comma-separated; empty entries are dropped."""
         if isinstance(value, str):
             text = value.strip()
             value = json.loads(text) if text.startswith("[") else text.split(",")
         if isinstance(value, (list, tuple)):
             stripped = [token.strip() if isinstance(token, str) else token for token in value]
             return [token for token in stripped if token != ""]
+        return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        """An origin is ``scheme://host[:port]``; a bare host name would never match, so it is refused."""
+        for origin in value:
+            if not ORIGIN.fullmatch(origin):
+                raise ValueError(f"origin {origin!r} is not '*' or http(s)://host[:port]")
+        return [origin.rstrip("/") for origin in value]
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str | None) -> str | None:
+        """An empty name would silently fall back to the derived one; a name with ``/`` or ``..``
+        would be served where no request reaches it: both are refused at start-up."""
+        problem = None if value is None else name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -30,6 +30,7 @@ STATUSES: dict[type[BaseException], Status] = {
     errors.RetryLater: Status(503, grpc.StatusCode.UNAVAILABLE),
     errors.RequestTimeout: Status(504, grpc.StatusCode.DEADLINE_EXCEEDED),
     errors.Unauthenticated: Status(401, grpc.StatusCode.UNAUTHENTICATED),
+    errors.Forbidden: Status(403, grpc.StatusCode.PERMISSION_DENIED),
     errors.InferenceFailed: Status(500, grpc.StatusCode.INTERNAL),
     errors.InferdError: Status(500, grpc.StatusCode.INTERNAL),
 }

@@ -22,11 +22,14 @@ from inferd.dialects.base import Dialect
 from inferd.protocols import prometheus
 from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import ui
-from inferd.server.auth import BearerAuth, open_routes, tokens_of
+from inferd.server.auth import BearerAuth, Tokens, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS, TYPED_ERROR_HANDLERS
 from inferd.server.middleware import RequestContext
+from inferd.server.origins import HostCheck, OriginPolicy, guard_control_routes, host_policy
 from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes, leading_routes
 from inferd.server.ui.describe import Describer
+from inferd.server.ui.login import Login
+from inferd.server.ui.login import routes as login_routes
 
 EXTENSIONS = ("binary_tensor_data", "model_repository")
 
@@ -61,17 +64,23 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
     settings, dataplane = runtime.settings, runtime.dataplane
     dialect_routes = runtime.dialect.routes(dataplane, settings)
     describer = Describer(runtime.dialect, dataplane, settings)
+    at_root = not ui.claims_root(dialect_routes)
+    tokens = tokens_of(settings)
+    login = None if tokens is None else Login(tokens, (ui.PREFIX, "/") if at_root else (ui.PREFIX,))
     routes = [
         *v2_rest.routes(dataplane, settings.max_body_size),
         *prometheus.routes(),
-        *ui.routes(describer, at_root=not ui.claims_root(dialect_routes)),
+        *(login_routes(login) if login is not None else ()),
+        *ui.routes(describer, at_root=at_root),
         # Last: a dialect may end with a fallback answering unknown paths its own way.
         *dialect_routes,
     ]
+    guard_control_routes(routes, OriginPolicy(settings.allowed_origins))
     router = IndexedRouter(routes, lifespan=lifespan)
     middleware = [
         Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),
-        *_authentication(runtime),
+        *_host_check(settings),
+        *_authentication(runtime, tokens, login),
         Middleware(
             DirectRoutes,
             routes=direct_routes(router.fixed),
@@ -98,14 +107,21 @@ def models_lifespan(runtime: Runtime) -> Lifespan[Starlette]:
     return lifespan
 
 
-def _authentication(runtime: Runtime) -> list[Middleware]:
+def _host_check(settings: Settings) -> list[Middleware]:
+    """The ``Host`` check against DNS rebinding (`inferd.server.origins`), before authentication: a
+    page on a foreign name learns nothing, not even whether a token is needed."""
+    policy = host_policy(settings)
+    return [] if policy is None else [Middleware(HostCheck, policy=policy)]
+
+
+def _authentication(runtime: Runtime, tokens: Tokens | None, login: Login | None) -> list[Middleware]:
     """The bearer-token check, inside the request context (a 401 has a request id and an access
-    line), on every route but V2's and the dialect's health checks; nothing when no token is set."""
-    tokens = tokens_of(runtime.settings)
+    line), on every route but V2's and the dialect's health checks and the try-it page's login
+    form; nothing when no token is set."""
     if tokens is None:
         return []
     is_open = open_routes((*v2_rest.HEALTH_PATHS, *runtime.dialect.health_paths), (v2_rest.MODEL_READY_PATH,))
-    return [Middleware(BearerAuth, tokens=tokens, is_open=is_open)]
+    return [Middleware(BearerAuth, tokens=tokens, is_open=is_open, login=login)]
 
 
 def create_metrics_app() -> Starlette:

@@ -9,12 +9,14 @@ removed from the request before routing: no dialect hands it to model code, and 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import Unauthenticated
@@ -26,6 +28,19 @@ MISSING = "missing bearer token: send 'Authorization: Bearer <token>'"
 INVALID = "invalid bearer token"
 PROBE_METHODS = ("GET", "HEAD")
 IsOpen = Callable[[str, str], bool]
+
+
+class BrowserLogin(Protocol):
+    """A second credential for browsers, beside the header (`inferd.server.ui.login.Login`)."""
+
+    def is_open(self, method: str, path: str) -> bool:
+        """Whether the path is part of the login itself and needs no credentials."""
+
+    def take_cookie(self, scope: Scope, cookies: list[bytes]) -> tuple[list[bytes], bool]:
+        """The ``Cookie`` header values without the login cookie, and whether it was a good one."""
+
+    def page_for(self, scope: Scope) -> Response | None:
+        """What a browser refused a page gets instead of the 401 (the login form), if anything."""
 
 
 class Tokens:
@@ -45,11 +60,24 @@ class Tokens:
         scheme, _, given = authorization.strip().partition(b" ")
         if scheme.lower() != b"bearer":
             return Unauthenticated(MISSING)
-        given = given.strip()
+        return None if self.matches(given.strip()) else Unauthenticated(INVALID)
+
+    def matches(self, given: bytes) -> bool:
+        """Whether ``given`` is a configured token, compared with each in constant time."""
         matched = False
         for token in self._tokens:  # every token, always: no early exit to time
             matched |= hmac.compare_digest(given, token)
-        return None if matched else Unauthenticated(INVALID)
+        return matched
+
+    def signatures(self, purpose: bytes) -> list[str]:
+        """`signature` of each token for ``purpose``: what stands for a token where it must not be
+        stored itself (the try-it page's login cookie)."""
+        return [signature(token, purpose) for token in self._tokens]
+
+
+def signature(token: bytes, purpose: bytes) -> str:
+    """HMAC-SHA256 of ``purpose`` keyed by ``token``, in hex."""
+    return hmac.new(token, purpose, hashlib.sha256).hexdigest()
 
 
 def tokens_of(settings: Settings) -> Tokens | None:
@@ -74,28 +102,43 @@ def open_routes(paths: Iterable[str], patterns: Iterable[re.Pattern[str]] = ()) 
 
 class BearerAuth:
     """Refuses HTTP requests without a known bearer token (401, JSON body, ``WWW-Authenticate:
-    Bearer``) except probes; strips ``Authorization`` from every request it lets through."""
+    Bearer``) except probes; strips ``Authorization`` from every request it lets through. With a
+    ``login``, its cookie is a credential too (and is stripped likewise), and a browser asking for a
+    page without one is sent to the login form instead of the 401."""
 
-    def __init__(self, app: ASGIApp, tokens: Tokens, is_open: IsOpen) -> None:
-        self.app, self.tokens, self.is_open = app, tokens, is_open
+    def __init__(
+        self, app: ASGIApp, tokens: Tokens, is_open: IsOpen, login: BrowserLogin | None = None
+    ) -> None:
+        self.app, self.tokens, self.is_open, self.login = app, tokens, is_open, login
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
         authorization, kept = None, []
+        cookies: list[bytes] = []
         for key, value in scope["headers"]:
             if key == b"authorization":
                 authorization = value
+            elif key == b"cookie" and self.login is not None:
+                cookies.append(value)
             else:
                 kept.append((key, value))
+        signed_in = False
+        if cookies and self.login is not None:  # API clients send no cookie: no cost for them
+            others, signed_in = self.login.take_cookie(scope, cookies)
+            kept += [(b"cookie", value) for value in others]
         scope = {**scope, "headers": kept}
-        if not self.is_open(scope.get("method", ""), scope["path"]):
-            refused = self.tokens.refusal(authorization)
-            if refused is not None:
-                await error_response(refused)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        method, path = scope.get("method", ""), scope["path"]
+        if signed_in or self.is_open(method, path) or (self.login and self.login.is_open(method, path)):
+            await self.app(scope, receive, send)
+            return
+        refused = self.tokens.refusal(authorization)
+        if refused is None:
+            await self.app(scope, receive, send)
+            return
+        page = self.login.page_for(scope) if self.login is not None else None
+        await (page or error_response(refused))(scope, receive, send)
 
 
 class GrpcBearerAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio ships no hints

@@ -108,3 +108,16 @@ def test_malformed_grpc_bytes_are_invalid_argument_with_a_token_and_unauthentica
             with pytest.raises(grpc.RpcError) as refused:
                 call(b"\xff\xff\xff\xff garbage", metadata=metadata)
             assert refused.value.code() == code
+
+
+@pytest.mark.parametrize("secured", ["abeja"], indirect=True)
+def test_model_code_never_sees_the_login_cookie(secured: Secured) -> None:
+    """The try-it page's cookie stands for a token: it is removed like the header, other cookies stay."""
+    with secured.client() as http:
+        signed = http.post("/inferd/login", data={"token": TOKENS[0]})
+        assert signed.status_code == 303, signed.text
+        http.cookies.set("theme", "dark")
+        answer = secured.ask(http)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["authorization"] is None
+    assert answer.json()["cookie"] == "theme=dark"

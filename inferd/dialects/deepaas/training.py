@@ -17,13 +17,14 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from inferd.core.jobs import STOPPED, JobRecord, JobRunner, JobStatus, JobStore
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, uploads
 from inferd.dialects.deepaas.arguments import parse_or_answer
 from inferd.dialects.deepaas.stand_in import is_uploaded_file
+from inferd.protocols.control import ControlRoute
 from inferd.protocols.fallback import ANY_METHOD
 from inferd.protocols.forms import UploadLimits
 
@@ -141,8 +142,8 @@ def routes(prefix: str, name: str, model: Callable[[str], Any], jobs: Jobs | Non
         return responses.json(record_document(record))
 
     return [
-        Route(f"{prefix}/train/", endpoint(("GET", "POST"), collection), methods=ANY_METHOD),
-        Route(f"{prefix}/train/{{uuid}}", endpoint(("GET", "DELETE"), one), methods=ANY_METHOD),
+        ControlRoute(f"{prefix}/train/", endpoint(("GET", "POST"), collection), methods=ANY_METHOD),
+        ControlRoute(f"{prefix}/train/{{uuid}}", endpoint(("GET", "DELETE"), one), methods=ANY_METHOD),
     ]
 
 

@@ -18,6 +18,7 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.protocols import asgi
 from inferd.protocols.compression import inflate
+from inferd.protocols.control import ControlRoute
 from inferd.protocols.json import JSONResponse
 from inferd.protocols.v2 import openapi
 from inferd.protocols.v2.http_codec import decode_request, encode_response
@@ -114,6 +115,11 @@ def _model_of(request: Request) -> tuple[str, str | None]:
     return request.path_params["name"], request.path_params.get("version")
 
 
+#: The repository extension's control routes: they change which models are served.
+LOAD_PATH = "/v2/repository/models/{name}/load"
+UNLOAD_PATH = "/v2/repository/models/{name}/unload"
+
+
 def routes(dataplane: DataPlane, max_body_size: int) -> list[Route]:
     endpoints = V2Endpoints(dataplane, max_body_size)
     infer = _AsgiApp(endpoints.infer)
@@ -134,10 +140,13 @@ def routes(dataplane: DataPlane, max_body_size: int) -> list[Route]:
         ("/v2/health/ready", endpoints.ready, "GET"),
         (openapi.PATH, endpoints.openapi, "GET"),
         ("/v2/repository/index", endpoints.repository_index, "POST"),
-        ("/v2/repository/models/{name}/load", endpoints.load, "POST"),
-        ("/v2/repository/models/{name}/unload", endpoints.unload, "POST"),
+        (LOAD_PATH, endpoints.load, "POST"),
+        (UNLOAD_PATH, endpoints.unload, "POST"),
     ]
-    return [Route(path, endpoint, methods=[method]) for path, endpoint, method in table]
+    return [
+        (ControlRoute if path in (LOAD_PATH, UNLOAD_PATH) else Route)(path, endpoint, methods=[method])
+        for path, endpoint, method in table
+    ]
 
 
 class _AsgiApp:

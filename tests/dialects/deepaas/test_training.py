@@ -138,3 +138,21 @@ def test_the_cli_starts_a_job_on_a_running_server_and_follows_it(demo_server: Ru
         inferd_command("train", "classy", "--url", url), capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert refused.returncode == 1 and "epochs" in refused.stderr
+
+
+def test_a_foreign_page_can_neither_start_nor_cancel_a_job(demo: httpx.Client) -> None:
+    """A cross-site form or text/plain POST is sent without a preflight: the Origin check refuses it."""
+    foreign = {"Origin": "http://evil.test"}
+    before = len(demo.get(TRAIN, headers=foreign).json())  # reading is not refused
+    started = demo.post(
+        TRAIN, params={"epochs": "1"}, content=b"x", headers={**foreign, "Content-Type": "text/plain"}
+    )
+    assert started.status_code == 403, started.text
+    assert "cross-origin request refused" in started.json()["error"]
+    assert len(demo.get(TRAIN).json()) == before
+    record = demo.post(TRAIN, params={"epochs": "1", "seconds": "60"}).json()
+    refused = demo.delete(f"{TRAIN}{record['uuid']}", headers=foreign)
+    assert refused.status_code == 403
+    assert demo.get(f"{TRAIN}{record['uuid']}").json()["status"] == "running"
+    own = {"Origin": str(demo.base_url).rstrip("/")}
+    assert demo.delete(f"{TRAIN}{record['uuid']}", headers=own).json()["status"] == "cancelled"

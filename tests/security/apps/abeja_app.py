@@ -1,5 +1,5 @@
-"""An ABEJA 19.04 handler that reports the headers and part file names it sees; header ``x-sleep``
-makes it sleep, ``x-boom`` raise with a path in the message."""
+"""An ABEJA 19.04 handler that reports the headers (Authorization, Cookie) and part file names it
+sees; header ``x-sleep`` makes it sleep, ``x-boom`` raise with a path in the message."""
 
 import time
 
@@ -14,6 +14,7 @@ def handler(request, context):
         "content_type": "application/json",
         "content": {
             "authorization": headers["authorization"],
+            "cookie": headers["cookie"],
             "files": [part["file_name"] for part in request["contents"]],
         },
     }
