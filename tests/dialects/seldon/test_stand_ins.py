@@ -208,3 +208,25 @@ def test_tftensor_needs_no_tensorflow() -> None:
     assert back.dtype == np.float32 and back.tolist() == [[1.5, 2.5]]
     rest = utils.array_to_rest_datadef("tftensor", array)
     assert rest["tftensor"]["dtype"] == "DT_FLOAT" and rest["names"] == []
+
+
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+def test_seldon_client_calls_every_microservice_method(
+    everything_server: RunningServer, transport: str
+) -> None:
+    endpoint = everything_server.http_address if transport == "rest" else everything_server.grpc_address
+    client = SeldonClient(transport=transport, microservice_endpoint=endpoint)
+    data = np.array([[1.0, 2.0]])
+    answers = {
+        method: client.microservice(method=method, data=data, payload_type="ndarray")
+        for method in ("transform-input", "transform-output", "route")
+    }
+    assert all(answer.success for answer in answers.values()), answers
+    values = {
+        method: utils.get_data_from_proto(answer.response).tolist() for method, answer in answers.items()
+    }
+    assert values == {"transform-input": [[2.0, 4.0]], "transform-output": [[2.0, 3.0]], "route": [[1.0]]}
+    combined = client.microservice(method="aggregate", datas=[data, data * 10], payload_type="tensor")
+    assert type(combined).__name__ == "SeldonClientCombine" and combined.success, combined.msg
+    assert utils.get_data_from_proto(combined.response).tolist() == [[11.0, 22.0]]
+    assert len(combined.request.seldonMessages) == 2
