@@ -38,28 +38,35 @@ def shims_server() -> Iterator[RunningServer]:
         yield server
 
 
-def run_script(mode: str, server: RunningServer) -> dict[str, Any]:
-    """shim_calls.py against seldon-core 1.18 (its generated code loads only with protobuf's Python
-    implementation) or against inferd's stand-ins (seldon-core not on the path)."""
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env["SHIM_FLAG"] = "true"
-    if mode == "seldon-core":
-        env.update(PYTHONPATH=str(SELDON_CORE), PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python")
-    else:
-        env["PYTHONPATH"] = str(ROOT)
+def run_scripts(server: RunningServer, *modes: str) -> list[dict[str, Any]]:
+    """shim_calls.py, side by side, against seldon-core 1.18 (its generated code loads only with
+    protobuf's Python implementation) or against inferd's stand-ins (seldon-core not on the path)."""
     assert server.grpc_address is not None
-    command = [sys.executable, str(SCRIPT), mode, server.http_address, server.grpc_address]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    runs = []
+    for mode in modes:
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        env["SHIM_FLAG"] = "true"
+        if mode == "seldon-core":
+            env.update(PYTHONPATH=str(SELDON_CORE), PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python")
+        else:
+            env["PYTHONPATH"] = str(ROOT)
+        command = [sys.executable, str(SCRIPT), mode, server.http_address, server.grpc_address]
+        runs.append(
+            subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    results = []
+    for run in runs:
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err
+        results.append(json.loads(out))
+    return results
 
 
 def test_helpers_and_client_give_what_seldon_core_gives(identity_server: RunningServer) -> None:
     """The same user code, once on seldon-core 1.18 and once on the stand-ins: every helper's result
     (messages compared byte for byte, tuples and dtypes kept) and every client call's are equal."""
     assert (SELDON_CORE / "seldon_core" / "utils.py").is_file(), "make test installs seldon-core"
-    ours, theirs = run_script("inferd", identity_server), run_script("seldon-core", identity_server)
+    ours, theirs = run_scripts(identity_server, "inferd", "seldon-core")
     assert ours == theirs
     # ... and they are answers, not only errors on both sides:
     assert ours["utils"]["response-json/tensor/ints/Component"]["data"]["tensor"] == {
