@@ -255,7 +255,8 @@ def _answer_meta(
 
 
 def _optional_call(user_model: Any, name: str) -> Any:
-    """``user_model.<name>()``; None when it has no such method or its method is a stub."""
+    """``user_model.<name>()`` (or the attribute itself when it is not callable, as a deprecated
+    ``class_names`` list is); None when it has no such attribute or its method is a stub."""
     method = getattr(user_model, name, None)
     if not callable(method):
         return method
@@ -268,8 +269,7 @@ def _optional_call(user_model: Any, name: str) -> Any:
 
 
 def _tags(user_model: Any) -> dict[str, Any]:
-    tags = _optional_call(user_model, "tags") if callable(getattr(user_model, "tags", None)) else None
-    return dict(tags or {})
+    return dict(_optional_call(user_model, "tags") or {})
 
 
 def _class_names(user_model: Any) -> list[str] | None:
@@ -278,8 +278,6 @@ def _class_names(user_model: Any) -> list[str] | None:
 
 
 def _feature_names(user_model: Any, original: list[str]) -> Any:
-    if not callable(getattr(user_model, "feature_names", None)):
-        return original
     names = _optional_call(user_model, "feature_names")
     return original if names is None else names
 
