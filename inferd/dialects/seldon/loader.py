@@ -25,7 +25,7 @@ from inferd.core.settings import Settings
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, example_tensor, settings_from
 from inferd.dialects.seldon import grpc, rest
 from inferd.dialects.seldon.component import SeldonModel
-from inferd.dialects.seldon.user_model import install_aliases
+from inferd.dialects.seldon.stand_in import install_aliases
 from inferd.protocols.forms import UploadLimits
 
 #: Methods that make a class a Seldon component.

@@ -2,19 +2,16 @@
 
 ``seldon_core.user_model.SeldonResponse`` / ``SeldonComponent`` and ``seldon_core.flask_utils.
 SeldonMicroserviceException`` / ``SeldonNotImplementedError`` behave here as in seldon-core 1.18. When
-seldon-core is not installed (or cannot be imported), `install_aliases` makes those two module paths
-resolve to this module, so ``from seldon_core.user_model import SeldonResponse`` works unchanged; a
-working seldon-core is never shadowed. The dialect recognises the real classes by duck typing (`is_response`,
-`seldon_exception_fields`), so it never imports seldon-core itself.
+seldon-core is not installed (or cannot be imported), `stand_in.install_aliases` makes those two
+module paths resolve to this module, so ``from seldon_core.user_model import SeldonResponse`` works
+unchanged; a working seldon-core is never shadowed. The dialect recognises the real classes by duck
+typing (`is_response`, `seldon_exception_fields`), so it never imports seldon-core itself.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any, NoReturn
-
-from inferd.core.importer import stand_in_modules
 
 logger = logging.getLogger("inferd.seldon")
 
@@ -156,12 +153,3 @@ def seldon_exception_fields(exc: BaseException) -> tuple[int, str, str] | None:
     if isinstance(status, int) and isinstance(message, str) and hasattr(exc, "reason"):
         return status, message, str(getattr(exc, "reason", "MICROSERVICE_BAD_DATA"))
     return None
-
-
-def install_aliases() -> None:
-    """Make ``seldon_core.user_model`` and ``seldon_core.flask_utils`` importable for user code: the
-    installed seldon-core's when they import, else this module. seldon-core 1.18 pins protobuf < 4 and
-    its generated code does not load beside inferd's protobuf, so an installed copy may fail to import;
-    user code then gets these equivalents instead of an ImportError."""
-    this = sys.modules[__name__]
-    stand_in_modules({"seldon_core.user_model": this, "seldon_core.flask_utils": this}, logger, "seldon-core")
