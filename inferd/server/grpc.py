@@ -11,13 +11,13 @@ from inferd.server.grpc_requests import Registrar
 
 
 def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
-    limit = runtime.settings.grpc_max_message_size
+    receive, send = runtime.settings.grpc_limits
     tokens = tokens_of(runtime.settings)
     server = grpc.aio.server(
         interceptors=[GrpcBearerAuth(tokens, HEALTH_METHODS)] if tokens is not None else None,
         options=[
-            ("grpc.max_send_message_length", limit),
-            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_send_message_length", send),
+            ("grpc.max_receive_message_length", receive),
             ("grpc.so_reuseport", 1),
         ],
     )
