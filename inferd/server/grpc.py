@@ -10,7 +10,10 @@ from inferd.server.auth import GrpcBearerAuth, tokens_of
 from inferd.server.grpc_requests import Registrar
 
 
-def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
+def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> grpc.aio.Server:
+    """The server, its port not yet bound. ``shared_port``: the port is reserved by a supervisor
+    (`inferd.engines.sockets.reserve_port`) for its workers, and joined with SO_REUSEPORT; otherwise
+    it is bound without, so no other server (another inferd on the same port) can join it."""
     receive, send = runtime.settings.grpc_limits
     tokens = tokens_of(runtime.settings)
     server = grpc.aio.server(
@@ -18,7 +21,7 @@ def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
         options=[
             ("grpc.max_send_message_length", send),
             ("grpc.max_receive_message_length", receive),
-            ("grpc.so_reuseport", 1),
+            ("grpc.so_reuseport", int(shared_port)),
         ],
     )
     registrar = Registrar(server)  # malformed requests of every service get INVALID_ARGUMENT
