@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import httpx
@@ -26,11 +27,13 @@ def first(request: pytest.FixtureRequest) -> Iterator[RunningServer]:
         yield running
 
 
-def _second(http_port: str, grpc_port: str, *options: str) -> subprocess.CompletedProcess[str]:
+def _second(temp: Path, http_port: str, grpc_port: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """Another server on these ports; it must stop, leaving nothing in its temp dir (``temp``)."""
     command = inferd_command("serve", *TARGET, "--port", http_port, "--grpc-port", grpc_port, *options)
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=60, cwd=APPS, env=with_this_tree(dict(os.environ))
-    )
+    env = with_this_tree({**os.environ, "TMPDIR": str(temp)})
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=APPS, env=env)
+    assert not list(temp.iterdir())  # a supervisor's metrics dir is made once its ports are bound
+    return done
 
 
 def _still_answers(server: RunningServer) -> None:
@@ -43,19 +46,24 @@ def _still_answers(server: RunningServer) -> None:
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_second_server_cannot_join_the_grpc_port(first: RunningServer, workers: str) -> None:
+def test_a_second_server_cannot_join_the_grpc_port(
+    first: RunningServer, workers: str, tmp_path: Path
+) -> None:
     assert first.grpc_address is not None
     grpc_port = first.grpc_address.rpartition(":")[2]
-    second = _second(str(free_port()), grpc_port, "--workers", workers)
+    second = _second(tmp_path, str(free_port()), grpc_port, "--workers", workers)
     assert second.returncode == 1, second.stderr
     assert f"127.0.0.1:{grpc_port}" in second.stderr
     assert "inferd ready" not in second.stdout
     _still_answers(first)
 
 
-def test_a_second_server_cannot_take_the_http_port(first: RunningServer) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_second_server_cannot_take_the_http_port(
+    first: RunningServer, workers: str, tmp_path: Path
+) -> None:
     http_port = first.http_url.rpartition(":")[2]
-    second = _second(http_port, str(free_port()))
+    second = _second(tmp_path, http_port, str(free_port()), "--workers", workers)
     assert second.returncode == 1, second.stderr
     assert f"127.0.0.1:{http_port}" in second.stderr
     _still_answers(first)
