@@ -7,9 +7,8 @@ is one worker, since the restart counts need the multiprocess metrics directory 
 
 The supervisor binds the HTTP socket once and hands it to spawned children (as uvicorn does), and
 reserves the gRPC port (exclusively: no other server may hold it), which each child binds again
-with SO_REUSEPORT. Metrics are written to a
-Prometheus multiprocess directory the supervisor creates and removes, so ``/metrics`` on any
-worker reports the sum over all of them.
+with SO_REUSEPORT. Metrics are written to a Prometheus multiprocess directory the supervisor
+creates and removes, so ``/metrics`` on any worker reports the sum over all of them.
 """
 
 from __future__ import annotations
