@@ -21,6 +21,8 @@ Engine = Literal["local", "ray"]
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph"]
 #: Largest image (width x height) decoded for a handler by default: 4096 x 4096 (see ``max_image_pixels``).
 DEFAULT_MAX_IMAGE_PIXELS = 4096 * 4096
+#: gRPC's largest message (its lengths are signed 32-bit): what is sent when no limit is set.
+GRPC_LARGEST_MESSAGE = 2**31 - 1
 ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
 
 
@@ -93,7 +95,8 @@ class Settings(BaseSettings):
     max_body_size: int = Field(64 * 1024 * 1024, ge=1)
     """Largest accepted request body in bytes; larger bodies get 413. A compressed body
     (``Content-Encoding: gzip`` or ``deflate``, on the V2 routes) is held to it once inflated too,
-    checked while it inflates."""
+    checked while it inflates. It bounds received gRPC messages too, unless ``grpc_max_message_size``
+    is set."""
 
     auth_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     """Bearer tokens a client must send (``Authorization: Bearer <token>``) on every HTTP route and gRPC
@@ -136,8 +139,10 @@ class Settings(BaseSettings):
     max_upload_size: int = Field(64 * 1024 * 1024, ge=1)
     """Largest file, in bytes, of a multipart request; a larger one gets 413."""
 
-    grpc_max_message_size: int = Field(2**31 - 1, ge=1)
-    """Largest gRPC message sent or received, in bytes."""
+    grpc_max_message_size: int | None = Field(None, ge=1)
+    """Largest gRPC message received and sent, in bytes; a larger request gets RESOURCE_EXHAUSTED,
+    refused from its length before it is read. Unset, received messages are held to
+    ``max_body_size`` like HTTP bodies, and sent ones to gRPC's largest (2 GiB)."""
 
     graceful_timeout: float = Field(30.0, ge=0)
     """Seconds to let in-flight requests finish after SIGTERM or Ctrl+C."""
@@ -338,6 +343,14 @@ class Settings(BaseSettings):
             if high < 1 or low > high:
                 raise ValueError(f"autoscale {self.autoscale!r}: MIN:MAX needs MAX >= 1 and MIN <= MAX")
         return self
+
+    @property
+    def grpc_limits(self) -> tuple[int, int]:
+        """The largest gRPC message (received, sent): ``grpc_max_message_size``, or when it is unset
+        ``max_body_size`` and gRPC's largest."""
+        if self.grpc_max_message_size is not None:
+            return self.grpc_max_message_size, self.grpc_max_message_size
+        return self.max_body_size, GRPC_LARGEST_MESSAGE
 
     @property
     def autoscale_range(self) -> tuple[int, int]:

@@ -101,10 +101,12 @@ class Backend(Protocol):
 
 
 class LocalBackend:
-    """The models loaded in this process, served over HTTP by the caller and over gRPC here."""
+    """The models loaded in this process, served over HTTP by the caller and over gRPC here.
+    ``shared_grpc_port``: a supervisor reserved the gRPC port for its workers, who join it."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, shared_grpc_port: bool = False) -> None:
         self.runtime = runtime
+        self.shared_grpc_port = shared_grpc_port
         self.grpc_server: grpc.aio.Server | None = None
 
     async def start(self) -> tuple[tuple[str, ...], int | None]:
@@ -112,7 +114,7 @@ class LocalBackend:
         await self.runtime.registry.load_all()
         grpc_port = None
         if settings.grpc_enabled:
-            self.grpc_server = create_grpc_server(self.runtime)
+            self.grpc_server = create_grpc_server(self.runtime, self.shared_grpc_port)
             with listen_errors(settings.host, settings.grpc_port):
                 grpc_port = self.grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
             await self.grpc_server.start()

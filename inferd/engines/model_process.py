@@ -40,7 +40,7 @@ def main(fields: dict[str, Any], channel: socket.socket) -> None:
 
 async def _serve(settings: Settings, channel: socket.socket) -> None:
     reader, writer = await asyncio.open_connection(sock=channel)
-    backend = LocalBackend(build_runtime(settings))
+    backend = LocalBackend(build_runtime(settings), shared_grpc_port=True)  # isolated: a supervisor's worker
     try:
         try:
             names, grpc_port = await backend.start()

@@ -22,13 +22,18 @@ def bind_http(host: str, port: int) -> socket.socket:
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
-    """A bound, non-listening SO_REUSEPORT socket holding ``port`` (0 picks one) for the workers'
-    gRPC servers, which bind it again with SO_REUSEPORT and let the kernel spread connections."""
+    """A bound, non-listening socket holding ``port`` (0 picks one) for the workers' gRPC servers,
+    which bind it again with SO_REUSEPORT and let the kernel spread connections.
+
+    It binds without SO_REUSEPORT, which fails while any socket holds the port, a running server's
+    included; only then is SO_REUSEPORT set, so the workers can join. Another inferd server does the
+    same exclusive bind first (or binds its single gRPC server without SO_REUSEPORT), so it cannot
+    silently share this server's port."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     with listen_errors(host, port, sock):
         sock.bind((host, port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     return sock
 
 

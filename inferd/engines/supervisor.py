@@ -6,9 +6,9 @@ worker runs its models in a model process of its own (`inferd.engines.isolation`
 is one worker, since the restart counts need the multiprocess metrics directory set up here.
 
 The supervisor binds the HTTP socket once and hands it to spawned children (as uvicorn does), and
-reserves the gRPC port, which each child binds again with SO_REUSEPORT. Metrics are written to a
-Prometheus multiprocess directory the supervisor creates and removes, so ``/metrics`` on any
-worker reports the sum over all of them.
+reserves the gRPC port (exclusively: no other server may hold it), which each child binds again
+with SO_REUSEPORT. Metrics are written to a Prometheus multiprocess directory the supervisor
+creates and removes, so ``/metrics`` on any worker reports the sum over all of them.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import socket
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from typing import Any
@@ -31,8 +32,9 @@ from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB, rss_bytes
 from inferd.core.settings import Settings
 from inferd.engines.isolation import ModelProcess
-from inferd.engines.local import Endpoints, OnReady, run, serve
+from inferd.engines.local import Endpoints, LocalBackend, OnReady, run, serve
 from inferd.engines.sockets import bind_http, port_of, reserve_port
+from inferd.server.app import build_runtime
 from inferd.server.logging import configure_logging, log_format
 
 logger = logging.getLogger("inferd.supervisor")
@@ -62,7 +64,11 @@ def _worker_main(
 async def _serve_worker(
     settings: Settings, sock: socket.socket, metrics_sock: socket.socket | None, ready: Queue[Any]
 ) -> None:
-    backend = ModelProcess(settings) if settings.isolate else None
+    backend = (
+        ModelProcess(settings)
+        if settings.isolate
+        else LocalBackend(build_runtime(settings), shared_grpc_port=True)
+    )
     await serve(
         settings,
         ready.put,
@@ -82,17 +88,21 @@ class Supervisor:
         self.metrics_sock: socket.socket | None = None
 
     def run(self) -> int:
+        with ExitStack() as bound:  # a port in use closes those bound before it
+            sock = bound.enter_context(bind_http(self.settings.host, self.settings.port))
+            self.metrics_sock = (
+                bound.enter_context(bind_http(self.settings.host, self.settings.metrics_port))
+                if self.settings.metrics_port is not None
+                else None
+            )
+            grpc_hold = (
+                bound.enter_context(reserve_port(self.settings.host, self.settings.grpc_port))
+                if self.settings.grpc_enabled
+                else None
+            )
+            bound.pop_all()
         metrics_dir = tempfile.mkdtemp(prefix="inferd-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-        sock = bind_http(self.settings.host, self.settings.port)
-        self.metrics_sock = (
-            bind_http(self.settings.host, self.settings.metrics_port)
-            if self.settings.metrics_port is not None
-            else None
-        )
-        grpc_hold = (
-            reserve_port(self.settings.host, self.settings.grpc_port) if self.settings.grpc_enabled else None
-        )
         fields = self.settings.model_dump()
         fields["port"] = port_of(sock)
         if grpc_hold is not None:

@@ -159,21 +159,20 @@ class GrpcBearerAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpci
 
 
 def _refusing(handler: Any, error: Unauthenticated) -> Any:
-    """A handler of ``handler``'s kind that aborts every call with ``error``."""
+    """A handler that aborts every call with ``error`` without reading its request.
+
+    grpc reads and parses a unary request in full before its behaviour runs (a 1 GiB message cost
+    gigabytes before the refusal). A request-streaming behaviour receives an iterator it need not
+    touch, and on the wire a unary request is a stream of one message: so the refusal is a
+    request-streaming handler of the method's response kind, without a deserializer."""
     code = status_of(error).grpc
 
-    async def refuse(request: Any, context: Any) -> None:
+    async def refuse(requests: Any, context: Any) -> None:
         await context.abort(code, error.message)
 
-    kinds = {
-        (False, False): grpc.unary_unary_rpc_method_handler,
-        (False, True): grpc.unary_stream_rpc_method_handler,
-        (True, False): grpc.stream_unary_rpc_method_handler,
-        (True, True): grpc.stream_stream_rpc_method_handler,
-    }
-    build = kinds[(bool(handler.request_streaming), bool(handler.response_streaming))]
-    return build(
-        refuse,
-        request_deserializer=handler.request_deserializer,
-        response_serializer=handler.response_serializer,
+    build = (
+        grpc.stream_stream_rpc_method_handler
+        if handler.response_streaming
+        else grpc.stream_unary_rpc_method_handler
     )
+    return build(refuse, response_serializer=handler.response_serializer)

@@ -10,15 +10,18 @@ from inferd.server.auth import GrpcBearerAuth, tokens_of
 from inferd.server.grpc_requests import Registrar
 
 
-def create_grpc_server(runtime: Runtime) -> grpc.aio.Server:
-    limit = runtime.settings.grpc_max_message_size
+def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> grpc.aio.Server:
+    """The server, its port not yet bound. ``shared_port``: the port is reserved by a supervisor
+    (`inferd.engines.sockets.reserve_port`) for its workers, and joined with SO_REUSEPORT; otherwise
+    it is bound without, so no other server (another inferd on the same port) can join it."""
+    receive, send = runtime.settings.grpc_limits
     tokens = tokens_of(runtime.settings)
     server = grpc.aio.server(
         interceptors=[GrpcBearerAuth(tokens, HEALTH_METHODS)] if tokens is not None else None,
         options=[
-            ("grpc.max_send_message_length", limit),
-            ("grpc.max_receive_message_length", limit),
-            ("grpc.so_reuseport", 1),
+            ("grpc.max_send_message_length", send),
+            ("grpc.max_receive_message_length", receive),
+            ("grpc.so_reuseport", int(shared_port)),
         ],
     )
     registrar = Registrar(server)  # malformed requests of every service get INVALID_ARGUMENT
