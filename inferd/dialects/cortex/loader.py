@@ -1,8 +1,9 @@
 """The Cortex dialect: a ``cortex.yaml`` (or a directory holding one) → one served model per API.
 
 Everything that can be wrong with a project fails here, at startup, as a TargetError (exit code 2):
-the config, ``s3://`` paths, missing model files or SavedModels, handler parameter names, and a missing
-onnxruntime or TensorFlow. A SavedModel's signature key is checked when it loads (exit code 1).
+the config, remote model URIs (``s3://``, ``gs://``, ``https://``), missing model files or SavedModels,
+handler parameter names, and a missing onnxruntime or TensorFlow. A SavedModel's signature key is
+checked when it loads (exit code 1).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ V08 = {
             model_type: classification
         - kind: api
           name: raw
-          model: models/iris.onnx
+          model: file://models/iris.onnx
           model_format: onnx
           compute: {min_replicas: 1, cpu: 200m}
         - kind: api
@@ -206,15 +206,15 @@ BAD_SIGNATURE = {
     """,
 }
 
-S3 = {
-    "cortex.yaml": """
-        - kind: deployment
-          name: d
-        - kind: api
-          name: remote
-          model: s3://bucket/iris.onnx
-    """,
-}
+
+def remote(uri: str) -> dict[str, str]:
+    """An API whose model is in object storage, in the 0.8 layout (``.onnx``) or a 0.10 block."""
+    if uri.endswith(".onnx"):
+        return {
+            "cortex.yaml": f"- kind: deployment\n  name: d\n- kind: api\n  name: remote\n  model: {uri}\n"
+        }
+    return {"cortex.yaml": f"- kind: api\n  name: remote\n  tensorflow:\n    model: {uri}\n"}
+
 
 #: TensorFlow SavedModels (built by tf_models.py): the 0.8 layout with a version dir, a zip and a
 #: two-input model, and the 0.10 layout with an explicit signature key.
