@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
+from inferd.core.importer import hide_file_names
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
 from inferd.core.registry import ModelFactory
@@ -109,6 +110,7 @@ class CortexDialect:
         apis = self.apis(settings.target)
         if settings.install_requirements:
             install_requirements(apis[0].project_dir)
+        hide_file_names(api.handler for api in apis if api.handler is not None)
         return [ServedModel(api.name, factory_for(api, settings), settings.model_version) for api in apis]
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:

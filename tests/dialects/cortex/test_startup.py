@@ -34,8 +34,18 @@ def serve_fails(target: Path) -> str:
             projects.ONNX_SIGNATURE_KEY,
             "error: api adder: tf_signature_key: key is only valid for tensorflow models",
         ),
+        (
+            projects.BAD_SYNTAX,
+            "error: api bad: request_handler handlers/handler.py: cannot load it: SyntaxError: "
+            "expected ':' (handler.py, line 1)",
+        ),
+        (
+            projects.BAD_IMPORT,
+            "error: api bad: predictor predictor.py: cannot load it: ModuleNotFoundError: "
+            "No module named 'inferd_test_module_that_is_not_installed' (line 3)",
+        ),
     ],
-    ids=["signature", "signature-key"],
+    ids=["signature", "signature-key", "syntax-error", "import-error"],
 )
 def test_bad_projects_exit_2(
     files: dict[str, str], message: str, projects_root: Path, models_dir: Path, request: pytest.FixtureRequest
