@@ -1,18 +1,25 @@
 """Turning user targets (``pkg.mod:attr``, ``path/to/file.py:Class``) into Python objects.
 
 This is the only place inferd edits ``sys.path``: a file target's folder goes first, so the user's
-sibling modules import as they would when the user runs the file themselves.
+sibling modules import as they would when the user runs the file themselves. A platform that loaded
+user files by path (Cortex's handlers) gets `import_file_privately` instead, which leaves ``sys.path``
+alone and keeps the file's name from shadowing a library of that name.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import logging
+import os
 import sys
+from collections.abc import Iterable, Sequence
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from inferd.core.errors import TargetError
 
@@ -68,6 +75,31 @@ def import_file_as(path: Path, name: str) -> ModuleType:
     if not path.is_file():
         raise TargetError(f"no such file: {path}")
     add_to_path(path.parent)
+    return _load_file(path, name)
+
+
+def import_file_privately(path: Path, name: str) -> ModuleType:
+    """Import the ``.py`` file ``path`` by its path as module ``name``, a name of the caller's (Cortex's
+    ``request_handler_<api>``), leaving ``sys.path`` alone. The file's own name never shadows a library:
+    a handler called ``onnx.py`` in a folder on ``sys.path`` must not answer ``import onnx``, neither
+    for the handler itself nor for the libraries it or inferd import (see `_HiddenFiles`)."""
+    path = path.resolve()
+    if not path.is_file():
+        raise TargetError(f"no such file: {path}")
+    _HiddenFiles.hide(path)
+    return _load_file(path, name)
+
+
+def hide_file_names(paths: Iterable[Path]) -> None:
+    """Keep these ``.py`` files, about to be loaded by `import_file_privately`, from answering imports
+    of their names before they load too (one API's handler importing ``sklearn`` while another API's
+    handler is the project's ``sklearn.py``)."""
+    for path in paths:
+        if path.suffix == ".py":
+            _HiddenFiles.hide(path.resolve())
+
+
+def _load_file(path: Path, name: str) -> ModuleType:
     existing = sys.modules.get(name)
     if existing is not None and getattr(existing, "__file__", None) == str(path):
         return existing
@@ -76,8 +108,47 @@ def import_file_as(path: Path, name: str) -> ModuleType:
         raise TargetError(f"cannot import {path} as Python code")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]  # a module that failed to run is not left half-made for the next import
+        raise
     return module
+
+
+class _HiddenFiles(importlib.abc.MetaPathFinder):
+    """Resolves a top-level import whose name is the stem of a privately loaded file (``onnx`` for a
+    handler ``onnx.py``) past that file's folder first. When nothing else has that name (a project
+    importing its own handler module), the import goes on as usual and finds the file."""
+
+    files: ClassVar[set[Path]] = set()
+
+    @classmethod
+    def hide(cls, path: Path) -> None:
+        cls.files.add(path)
+        if not any(isinstance(finder, cls) for finder in sys.meta_path):
+            sys.meta_path.insert(0, cls())
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if path is not None:
+            return None
+        folders = {file.parent for file in self.files if file.stem == fullname}
+        if not folders:
+            return None
+        entries = [entry for entry in sys.path if Path(entry or os.getcwd()).resolve() not in folders]
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            if finder is importlib.machinery.PathFinder:
+                spec = importlib.machinery.PathFinder.find_spec(fullname, entries, target)
+            else:
+                find = getattr(finder, "find_spec", None)
+                spec = find(fullname, None, target) if find is not None else None
+            if spec is not None and not (spec.origin and Path(spec.origin).resolve() in self.files):
+                return spec
+        return None
 
 
 def stand_in_modules(modules: dict[str, ModuleType], logger: logging.Logger, label: str = "") -> bool:

@@ -8,6 +8,7 @@ Errors read like the originals (``api <name>: ...``; the CLI prefixes ``error:``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +20,8 @@ BLOCKS: tuple[Format, ...] = ("onnx", "tensorflow", "predictor")
 CONFIG_NAMES = ("cortex.yaml", "cortex.yml")
 #: Keys of the 0.8/0.9 layout, which 0.10 moved into the blocks.
 FLAT_KEYS = ("model", "model_format", "request_handler", "tf_signature_key", "tf_serving_key")
+#: ``s3://``, ``gs://``, ``https://``, ``file://``: a URI rather than a path.
+URI_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @dataclass(frozen=True)
@@ -183,8 +186,18 @@ def _format(name: str, model: str, given: Any) -> Format:
 
 
 def _local_path(name: str, key: str, value: str, project: Path) -> Path:
-    if value.startswith("s3://"):
-        raise _error(name, f"{key} {value}: S3 paths are not supported, download it and use a local path")
+    """A model path relative to the project dir; ``file://`` is the same as a plain path. Any other
+    ``scheme://`` (``s3://``, ``gs://``, ``https://``) is object storage, which inferd cannot fetch yet:
+    saying so beats a "no such file" for a path that was never meant to be local."""
+    scheme = URI_SCHEME.match(value)
+    if scheme and scheme.group(1).lower() != "file":
+        raise _error(
+            name,
+            f"{key} {value}: remote model storage is not supported yet; "
+            "download the model and use a local path",
+        )
+    if scheme:
+        value = value[scheme.end() :]
     return (project / value).resolve()
 
 

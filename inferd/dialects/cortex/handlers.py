@@ -1,7 +1,7 @@
 """Loading request handlers and predictors, and checking their parameter names as Cortex did.
 
-A handler file is imported as ``request_handler_<api>`` (a predictor as ``predictor_<api>``) with the
-project dir on ``sys.path``; a ``.pickle`` file is a dill-pickled dict of the same functions. Each
+A handler file is loaded by its path as ``request_handler_<api>`` (a predictor as ``predictor_<api>``)
+with the project dir on ``sys.path``; a ``.pickle`` file is a dill-pickled dict of the same functions. Each
 function is checked at startup: 0.8/0.9 two-parameter or 0.10 three-parameter names, nothing else.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from inferd.core.errors import TargetError
-from inferd.core.importer import add_to_path, import_file_as
+from inferd.core.importer import add_to_path, import_file_privately
 from inferd.dialects.cortex import log
 from inferd.dialects.cortex.config import ApiConfig
 
@@ -58,15 +59,37 @@ def prepare_imports(api: ApiConfig) -> None:
 
 
 def load_namespace(api: ApiConfig, prefix: str) -> dict[str, Any]:
-    """The functions a handler or predictor file defines, by name."""
+    """The functions a handler or predictor file defines, by name. Like Cortex, the file is loaded by
+    its path under a name of its own (``request_handler_<api>``); its folder is not put on
+    ``sys.path``, and its file name never shadows a library (a handler ``onnx.py`` that does
+    ``import onnx`` gets the library). A file that fails to load stops startup naming the API and the
+    file."""
     assert api.handler is not None
     if not api.handler.is_file():
         raise TargetError(f"api {api.name}: {api.handler_name}: no such file")
     prepare_imports(api)
     with working_directory(api.project_dir):
-        if api.handler.suffix == ".pickle":
-            return _unpickle(api)
-        return vars(import_file_as(api.handler, f"{prefix}_{api.name}"))
+        try:
+            if api.handler.suffix == ".pickle":
+                return _unpickle(api)
+            return vars(import_file_privately(api.handler, f"{prefix}_{api.name}"))
+        except TargetError:
+            raise
+        except Exception as exc:
+            raise _load_error(api, exc) from exc
+
+
+def _load_error(api: ApiConfig, exc: Exception) -> TargetError:
+    """``api <name>: request_handler <file>: cannot load it: <error>``, with the file's line that
+    raised (a SyntaxError names its own)."""
+    assert api.handler is not None
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if frame.filename == str(api.handler)
+    ]
+    where = f" (line {lines[-1]})" if lines and not isinstance(exc, SyntaxError) else ""
+    return TargetError(f"{_file(api)}: cannot load it: {type(exc).__name__}: {exc}{where}")
 
 
 def load_handlers(api: ApiConfig) -> Handlers:
@@ -116,8 +139,13 @@ def _check(
 
 
 def _error(api: ApiConfig, function: str, message: str) -> TargetError:
+    return TargetError(f"{_file(api)}: function {function}: {message}")
+
+
+def _file(api: ApiConfig) -> str:
+    """``api <name>: request_handler <file>`` (or ``predictor <file>``), how startup errors begin."""
     kind = "predictor" if api.format == "predictor" else "request_handler"
-    return TargetError(f"api {api.name}: {kind} {api.handler_name}: function {function}: {message}")
+    return f"api {api.name}: {kind} {api.handler_name}"
 
 
 def _unpickle(api: ApiConfig) -> dict[str, Any]:

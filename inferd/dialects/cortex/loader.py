@@ -1,8 +1,9 @@
 """The Cortex dialect: a ``cortex.yaml`` (or a directory holding one) → one served model per API.
 
 Everything that can be wrong with a project fails here, at startup, as a TargetError (exit code 2):
-the config, ``s3://`` paths, missing model files or SavedModels, handler parameter names, and a missing
-onnxruntime or TensorFlow. A SavedModel's signature key is checked when it loads (exit code 1).
+the config, remote model URIs (``s3://``, ``gs://``, ``https://``), missing model files or SavedModels,
+handler parameter names, and a missing onnxruntime or TensorFlow. A SavedModel's signature key is
+checked when it loads (exit code 1).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
+from inferd.core.importer import hide_file_names
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
 from inferd.core.registry import ModelFactory
@@ -108,6 +110,7 @@ class CortexDialect:
         apis = self.apis(settings.target)
         if settings.install_requirements:
             install_requirements(apis[0].project_dir)
+        hide_file_names(api.handler for api in apis if api.handler is not None)
         return [ServedModel(api.name, factory_for(api, settings), settings.model_version) for api in apis]
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:

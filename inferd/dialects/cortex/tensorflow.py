@@ -128,7 +128,8 @@ class SavedModel:
         return {name: tensor.numpy() for name, tensor in outputs.items()}
 
     def to_inputs(self, prepared: Any) -> dict[str, Array]:
-        """The feed for ``prepared``: a dict holding every input, converted to its dtype, never reshaped."""
+        """The feed for ``prepared``: a dict holding every input, converted to its dtype, never reshaped
+        and never checked against the signature's shape (see `_convert`)."""
         if not isinstance(prepared, dict):
             keys = ", ".join(f'"{name}"' for name in self.inputs)
             raise CortexError(f"expected sample to be a dictionary with keys {keys}")
@@ -201,23 +202,16 @@ def _ports(infos: Any) -> dict[str, Port]:
 
 
 def _convert(value: Any, port: Port) -> Array:
+    """``value`` as a tensor of the input's dtype in the shape it has, as Cortex built it
+    (``make_tensor_proto`` with a dtype and no shape). TF Serving never checked a fed tensor against
+    the signature's shape, so neither does this: a scalar for a ``[-1]`` input stays a scalar, and the
+    model graph accepts it or fails (a 406 like any model error)."""
     try:
-        array = np.asarray(value, dtype=port.numpy)
+        return np.asarray(value, dtype=port.numpy)
     except (TypeError, ValueError) as exc:
         raise CortexError(
             f'key "{port.name}"', f"failed to convert to a {port.dtype} tensor", str(exc)
         ) from None
-    if port.shape is not None and not _fits(array.shape, port.shape):
-        raise CortexError(
-            f'key "{port.name}"', f"expected shape {list(port.shape)} but found {list(array.shape)}"
-        )
-    return array
-
-
-def _fits(shape: tuple[int, ...], expected: tuple[int, ...]) -> bool:
-    return len(shape) == len(expected) and all(
-        want in (-1, got) for got, want in zip(shape, expected, strict=True)
-    )
 
 
 def _value_field(array: Array, dtype: str) -> list[Any]:

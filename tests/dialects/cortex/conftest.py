@@ -112,6 +112,13 @@ def misc_server(misc_project: Path) -> Iterator[RunningServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def library_names_server(projects_root: Path, models_dir: Path) -> Iterator[RunningServer]:
+    files, models = projects.LIBRARY_NAMES, {"iris.onnx": models_dir / "iris.onnx"}
+    with serve(str(make_project(projects_root, "library-names", files, models)), "--no-grpc") as server:
+        yield server
+
+
 @pytest.fixture
 def v08(v08_server: RunningServer) -> Iterator[httpx.Client]:
     yield from _client(v08_server)

@@ -59,7 +59,7 @@ V08 = {
             model_type: classification
         - kind: api
           name: raw
-          model: models/iris.onnx
+          model: file://models/iris.onnx
           model_format: onnx
           compute: {min_replicas: 1, cpu: 200m}
         - kind: api
@@ -206,18 +206,101 @@ BAD_SIGNATURE = {
     """,
 }
 
-S3 = {
+#: Handler files named like the libraries they (and inferd) import: ``handlers/onnx.py`` and a
+#: ``sklearn.py`` at the project root, which is on sys.path. Each reports where its imports came from.
+LIBRARY_NAMES = {
     "cortex.yaml": """
-        - kind: deployment
-          name: d
         - kind: api
-          name: remote
-          model: s3://bucket/iris.onnx
+          name: in-folder
+          onnx:
+            model: iris.onnx
+            request_handler: handlers/onnx.py
+        - kind: api
+          name: at-root
+          onnx:
+            model: iris.onnx
+            request_handler: sklearn.py
+    """,
+    "handlers/onnx.py": """
+        import onnx
+        import sklearn
+
+        from features import ORDER
+
+
+        def pre_inference(sample, signature, metadata):
+            return [sample[key] for key in ORDER]
+
+
+        def post_inference(prediction, signature, metadata):
+            files = {"onnx": onnx.__file__, "sklearn": sklearn.__file__}
+            return {"label": int(prediction[0][0]), "files": files, "name": __name__}
+    """,
+    "sklearn.py": """
+        import onnx
+        import sklearn
+
+        from features import ORDER
+
+
+        def pre_inference(sample, signature, metadata):
+            return {signature[0].name: [sample[key] for key in ORDER]}
+
+
+        def post_inference(prediction, signature, metadata):
+            files = {"onnx": onnx.__file__, "sklearn": sklearn.__file__}
+            return {"label": int(prediction[0][0]), "files": files, "name": __name__}
+    """,
+    "features.py": """
+        ORDER = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
     """,
 }
 
+BAD_SYNTAX = {
+    "cortex.yaml": """
+        - kind: api
+          name: bad
+          onnx:
+            model: adder.onnx
+            request_handler: handlers/handler.py
+    """,
+    "handlers/handler.py": """
+        def pre_inference(sample, signature, metadata)
+            return sample
+    """,
+}
+
+BAD_IMPORT = {
+    "cortex.yaml": """
+        - kind: api
+          name: bad
+          predictor:
+            path: predictor.py
+    """,
+    "predictor.py": """
+        import os
+
+        import inferd_test_module_that_is_not_installed
+
+
+        def predict(sample, metadata):
+            return sample
+    """,
+}
+
+
+def remote(uri: str) -> dict[str, str]:
+    """An API whose model is in object storage, in the 0.8 layout (``.onnx``) or a 0.10 block."""
+    if uri.endswith(".onnx"):
+        return {
+            "cortex.yaml": f"- kind: deployment\n  name: d\n- kind: api\n  name: remote\n  model: {uri}\n"
+        }
+    return {"cortex.yaml": f"- kind: api\n  name: remote\n  tensorflow:\n    model: {uri}\n"}
+
+
 #: TensorFlow SavedModels (built by tf_models.py): the 0.8 layout with a version dir, a zip and a
-#: two-input model, and the 0.10 layout with an explicit signature key.
+#: two-input model, and the 0.10 layout with an explicit signature key. The handler is named
+#: ``tensorflow.py``, which must not stand in for the library when inferd loads the models.
 TF = {
     "cortex.yaml": """
         - kind: deployment
@@ -225,7 +308,7 @@ TF = {
         - kind: api
           name: iris
           model: models/iris
-          request_handler: handlers/iris.py
+          request_handler: handlers/tensorflow.py
           tracker: {key: label, model_type: classification}
         - kind: api
           name: pair
@@ -234,7 +317,7 @@ TF = {
           name: zipped
           model: models/iris.zip
           tf_signature_key: serving_default
-          request_handler: handlers/iris.py
+          request_handler: handlers/tensorflow.py
         - kind: api
           name: described
           endpoint: /described
@@ -245,7 +328,7 @@ TF = {
             metadata: {note: from-config}
     """,
     "labels.txt": LABELS,
-    "handlers/iris.py": """
+    "handlers/tensorflow.py": """
         with open("labels.txt") as f:
             LABELS = f.read().split()
 

@@ -71,7 +71,15 @@ def test_v10_layout(tmp_path: Path) -> None:
         ("- kind: api\n  name: a\n  onnx: {}\n", "api a: onnx: model: key is required"),
         (
             "- kind: api\n  name: a\n  model: s3://b/m.onnx\n",
-            "api a: model s3://b/m.onnx: S3 paths are not supported",
+            "api a: model s3://b/m.onnx: remote model storage is not supported yet",
+        ),
+        (
+            "- kind: api\n  name: a\n  tensorflow: {model: GS://b/export}\n",
+            "api a: model GS://b/export: remote model storage is not supported yet",
+        ),
+        (
+            "- kind: api\n  name: a\n  predictor: {path: p.py, model: 'http://host/m.onnx'}\n",
+            "api a: model http://host/m.onnx: remote model storage is not supported yet",
         ),
         ("- kind: api\n  name: a\n  model: m.onnx\n  onnx: {model: m.onnx}\n", "api a: model: key is not"),
         ("- kind: api\n  name: a\n  tensorflow: {model: m}\n  onnx: {model: m.onnx}\n", "api a: only one of"),
@@ -87,6 +95,25 @@ def test_invalid_configs(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(TargetError) as caught:
         load_config(config(tmp_path, text))
     assert message in caught.value.message
+
+
+def test_file_uris_are_paths(tmp_path: Path) -> None:
+    """``file://`` is a plain path: relative to the project dir, or absolute with a third slash."""
+    elsewhere = tmp_path / "elsewhere" / "m.onnx"
+    path = config(
+        tmp_path,
+        f"""
+        - kind: api
+          name: a
+          model: file://models/m.onnx
+        - kind: api
+          name: b
+          onnx: {{model: "file://{elsewhere}"}}
+        """,
+    )
+    a, b = load_config(path)
+    assert (a.model, a.format) == (tmp_path / "models" / "m.onnx", "onnx")
+    assert b.model == elsewhere
 
 
 def test_detection_needs_cortex_resources(tmp_path: Path) -> None:

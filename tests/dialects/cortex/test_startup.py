@@ -30,13 +30,22 @@ def serve_fails(target: Path) -> str:
             "error: api bad: request_handler handler.py: function pre_inference: expected function arguments "
             "arguments (sample, metadata) but found (sample, extra)",
         ),
-        (projects.S3, "error: api remote: model s3://bucket/iris.onnx: S3 paths are not supported"),
         (
             projects.ONNX_SIGNATURE_KEY,
             "error: api adder: tf_signature_key: key is only valid for tensorflow models",
         ),
+        (
+            projects.BAD_SYNTAX,
+            "error: api bad: request_handler handlers/handler.py: cannot load it: SyntaxError: "
+            "expected ':' (handler.py, line 1)",
+        ),
+        (
+            projects.BAD_IMPORT,
+            "error: api bad: predictor predictor.py: cannot load it: ModuleNotFoundError: "
+            "No module named 'inferd_test_module_that_is_not_installed' (line 3)",
+        ),
     ],
-    ids=["signature", "s3", "signature-key"],
+    ids=["signature", "signature-key", "syntax-error", "import-error"],
 )
 def test_bad_projects_exit_2(
     files: dict[str, str], message: str, projects_root: Path, models_dir: Path, request: pytest.FixtureRequest
@@ -45,6 +54,17 @@ def test_bad_projects_exit_2(
         projects_root, request.node.callspec.id, files, {"adder.onnx": models_dir / "adder.onnx"}
     )
     assert message in serve_fails(folder / "cortex.yaml")
+
+
+@pytest.mark.parametrize(
+    "uri", ["s3://bucket/iris.onnx", "gs://bucket/export/", "https://models.example/iris.onnx"]
+)
+def test_remote_models_stop_startup(uri: str, projects_root: Path) -> None:
+    """Object storage is refused by name, before anything looks for a local file of that name."""
+    folder = projects.write(projects_root / f"remote-{uri.split(':')[0]}", projects.remote(uri))
+    message = serve_fails(folder)
+    assert f"error: api remote: model {uri}: remote model storage is not supported yet" in message
+    assert "no such file" not in message
 
 
 def test_detects_cortex_yaml_and_its_directory(v08_project: Path) -> None:

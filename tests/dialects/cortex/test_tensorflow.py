@@ -71,19 +71,44 @@ def test_signature_route(tf: httpx.Client) -> None:
         ({"a": [1]}, 'prediction failed: error: missing key "b"'),
         ({"a": [1], "b": [2.0], "c": [3]}, "prediction failed: 'c'"),
         ([[1], [2.0]], 'prediction failed: error: expected sample to be a dictionary with keys "a", "b"'),
-        ({"a": [[1]], "b": [2.0]}, 'prediction failed: error: key "a": expected shape [-1] but found [1, 1]'),
         (
             {"a": ["one"], "b": [2.0]},
             'prediction failed: error: key "a": failed to convert to a DT_INT32 tensor',
         ),
     ],
-    ids=["missing", "unknown-key", "list", "shape", "dtype"],
+    ids=["missing", "unknown-key", "list", "dtype"],
 )
 def test_bad_samples_get_406(tf: httpx.Client, sample: object, message: str) -> None:
     response = tf.post("/tf/pair", json=sample)
     assert response.status_code == 406
     assert response.text.startswith(message)
     assert tf.post("/tf/pair", json={"a": [1], "b": [1.0]}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("sample", "answer"),
+    [
+        ({"a": 5, "b": 1}, b'{"count":["1"],"sum":[6.0]}\n'),
+        ({"a": [[1, 2]], "b": [0.5, 0.5]}, b'{"count":["2"],"sum":[1.5,2.5]}\n'),
+    ],
+    ids=["scalars", "rank-2"],
+)
+def test_shapes_are_left_to_the_graph(tf: httpx.Client, sample: object, answer: bytes) -> None:
+    """As behind TF Serving, nothing checks a tensor against the signature's ``[-1]``: scalars stay
+    scalar tensors (``make_tensor_proto`` without a shape), still converted to int32 and float32, and
+    the graph broadcasts them."""
+    response = tf.post("/tf/pair", json=sample)
+    assert response.status_code == 200, response.text
+    assert response.content == answer
+
+
+def test_shape_the_graph_refuses_is_406(tf: httpx.Client) -> None:
+    """A flat row for ``x: [-1, 4]`` reaches the model, whose matmul needs rank 2."""
+    response = tf.post("/described", json={"x": [5.0, 3.0, 1.0, 0.2]})
+    assert response.status_code == 406
+    assert response.text.startswith("prediction failed: ")
+    assert "expected shape" not in response.text
+    assert tf.post("/described", json={"x": [[5.0, 3.0, 1.0, 0.2]]}).status_code == 200
 
 
 def test_model_failure_is_406_and_server_keeps_serving(tf: httpx.Client) -> None:
