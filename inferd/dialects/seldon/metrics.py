@@ -73,6 +73,18 @@ def validate(metrics: Any) -> list[dict[str, Any]]:
     return list(metrics)
 
 
+def from_raw(metrics: Any) -> list[dict[str, Any]]:
+    """``meta.metrics`` of a raw method's answer, validated: there a metric without ``type`` is a
+    COUNTER, as seldon-core records it (COUNTER is the protobuf enum's default, so a returned
+    SeldonMessage's COUNTER arrives with no type at all, on REST and gRPC alike)."""
+    if isinstance(metrics, (list, tuple)):
+        metrics = [
+            {**metric, "type": "COUNTER"} if isinstance(metric, dict) and "type" not in metric else metric
+            for metric in metrics
+        ]
+    return validate(metrics)
+
+
 class CustomMetrics:
     """Records validated Seldon metrics into prometheus_client, creating each family on first use."""
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import re
 
+import grpc
 import httpx
 import pytest
+from google.protobuf import json_format
 
+from inferd.dialects.seldon._generated import prediction_pb2 as pb
+from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.dialects.seldon.conftest import COMPONENTS
-from tests.servers import free_port, serve
+from tests.servers import RunningServer, free_port, serve
 
 LABELS = (
     'deployment_name="mydep",image_name="seldonio/everything",image_version="0.3",kind="test",'
@@ -111,3 +115,26 @@ def test_options_win_over_seldon_variables() -> None:
     env = {"PREDICTIVE_UNIT_HTTP_SERVICE_PORT": str(free_port())}
     with serve("Identity", "--dialect", "seldon", env=env, cwd=COMPONENTS) as server:
         assert not server.http_url.endswith(f":{env['PREDICTIVE_UNIT_HTTP_SERVICE_PORT']}")
+
+
+def test_raw_metric_without_type_is_a_counter(raw_server: RunningServer) -> None:
+    """seldon-core records a raw answer's metric without ``type`` as a COUNTER: over gRPC a
+    SeldonMessage's COUNTER never has one (the protobuf enum's default)."""
+    assert raw_server.grpc_address is not None
+    metrics_url = f"{raw_server.http_url}/metrics"
+    before = httpx.get(metrics_url).text
+    with httpx.Client(base_url=raw_server.http_url) as http:
+        for _ in range(2):
+            answer = http.post("/predict", json={"strData": "untyped"})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["meta"]["metrics"] == [{"key": "raw_untyped", "value": 4}]
+    with grpc.insecure_channel(raw_server.grpc_address) as channel:
+        reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="x"))
+    assert json_format.MessageToDict(reply) == {
+        "strData": "raw grpc",
+        "meta": {"metrics": [{"key": "raw_grpc_counter", "value": 3.0}]},
+    }
+    after = httpx.get(metrics_url).text
+    assert total(after, "raw_untyped_total") == total(before, "raw_untyped_total") + 8
+    grpc_counter = "raw_grpc_counter_total"
+    assert total(after, grpc_counter, method="predict") == total(before, grpc_counter) + 3

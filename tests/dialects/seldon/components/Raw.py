@@ -7,6 +7,12 @@ class Raw(SeldonComponent):
     def predict_raw(self, msg):
         if isinstance(msg, (bytes, str)):  # PAYLOAD_PASSTHROUGH: the body as it came
             return msg[::-1]
+        if hasattr(msg, "WhichOneof"):  # gRPC: the SeldonMessage itself
+            reply = type(msg)(strData="raw grpc")
+            reply.meta.metrics.add(key="raw_grpc_counter", value=3)  # a COUNTER: protobuf sends no type
+            return reply
+        if msg.get("strData") == "untyped":
+            return {"strData": "untyped", "meta": {"metrics": [{"key": "raw_untyped", "value": 4}]}}
         if msg.get("strData") == "created":
             return {"status": {"code": 201}, "jsonData": {"made": True}}
         return {
