@@ -258,14 +258,15 @@ class SeldonModel(Model):
         return self._respond(result, decoded.kind, decoded.meta, puid, LABELS[name])
 
     def _route(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        """The router's choice: ``route`` sees the request's meta as predict does (seldon-core passes
+        it), but the answer carries only this unit's tags, not the request's."""
         found, raw = self._raw("route", raw_input, metrics.ROUTE)
         if found:
             return Reply(raw)
         decoded = payload.decode(request)
         missing = SeldonError("Route not defined", not_implemented=True)
-        result = self._optional(
-            "route", lambda f: self._with_meta("route", f, decoded.features, decoded.names, None), missing
-        )
+        X, names, meta = decoded.features, decoded.names, decoded.meta
+        result = self._optional("route", lambda f: self._with_meta("route", f, X, names, meta), missing)
         value = result.data if is_response(result) else result
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise SeldonError(f"Routing response must be int but got {value!r}")

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import grpc
 import httpx
 import pytest
+from google.protobuf import json_format
 
+from inferd.dialects.seldon._generated import prediction_pb2 as pb
+from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.dialects.seldon.conftest import COMPONENTS
 from tests.servers import RunningServer, serve
 
@@ -75,9 +79,26 @@ def test_route_answers_the_child_index(everything: httpx.Client) -> None:
     )
     assert body.json()["data"] == {"names": ["left", "right"], "ndarray": [[1]]}
     assert body.json()["meta"]["puid"] == "r1"
-    assert "x" not in body.json()["meta"]["tags"]  # route sees no request meta
+    assert "x" not in body.json()["meta"]["tags"]  # the answer carries no request tags
     tensor = everything.post("/route", json={"data": {"tensor": {"shape": [1], "values": [-1]}}}).json()
     assert tensor["data"]["tensor"] == {"shape": [1, 1], "values": [-1]}
+
+
+def test_routers_see_the_request_meta(everything_server: RunningServer, raw: httpx.Client) -> None:
+    """``route(X, names, meta=...)``, ``route(X, names, **kwargs)`` and ``route_raw`` get the request's
+    meta (seldon-core passes it to routers as to predict), over REST and gRPC."""
+    request = {"data": {"ndarray": [[1, 9]]}, "meta": {"puid": "r2", "tags": {"route": 0}}}
+    answer = httpx.post(f"{everything_server.http_url}/route", json=request).json()
+    assert answer["data"]["ndarray"] == [[0]] and "route" not in answer["meta"]["tags"]
+    assert everything_server.grpc_address is not None
+    with grpc.insecure_channel(everything_server.grpc_address) as channel:
+        reply = pb_grpc.RouterStub(channel).Route(json_format.ParseDict(request, pb.SeldonMessage()))
+    assert json_format.MessageToDict(reply)["data"]["ndarray"] == [[0.0]]
+    assert raw.post("/route", json=request).json() == {"data": {"ndarray": [[0]]}}
+    with serve("Router", "--dialect", "seldon", cwd=COMPONENTS) as server:
+        kwargs = httpx.post(f"{server.http_url}/route", json=request).json()
+        assert kwargs["data"]["ndarray"] == [[0]]
+        assert httpx.post(f"{server.http_url}/route", json=NDARRAY).json()["data"]["ndarray"] == [[-1]]
 
 
 def test_route_out_of_range_is_bad_data(everything: httpx.Client) -> None:

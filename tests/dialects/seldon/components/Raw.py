@@ -27,7 +27,8 @@ class Raw(SeldonComponent):
         return X * 10
 
     def route_raw(self, msg):
-        return {"data": {"ndarray": [[1]]}}
+        tags = msg.get("meta", {}).get("tags", {})  # the whole request reaches route_raw, meta included
+        return {"data": {"ndarray": [[tags.get("route", 1)]]}}
 
     def aggregate_raw(self, msgs):
         return {"jsonData": {"count": len(msgs if isinstance(msgs, list) else msgs["seldonMessages"])}}
