@@ -143,13 +143,16 @@ class SeldonModel(Model):
         }
 
     def call(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
-        """Answer ``request`` with the Seldon ``method``; ``native`` is what raw methods receive."""
+        """Answer ``request`` with the Seldon ``method``; ``native`` is what raw methods receive. A
+        predict answer carrying ``status.code`` has that HTTP status, whichever method made it."""
         legacy = self._user_method(f"{method}_{protocol}")
         raw_input = request if native is UNSET else native
         if legacy is not None:
             logger.warning("%s_%s is deprecated; use %s_raw", method, protocol, method)
-            return Reply(_plain(legacy(raw_input)))
-        return self._methods[method](request, raw_input, protocol)
+            reply = Reply(_plain(legacy(raw_input)))
+        else:
+            reply = self._methods[method](request, raw_input, protocol)
+        return Reply(reply.body, http_status(reply.body)) if method == "predict" else reply
 
     async def answer(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
         """`call` as every protocol runs it: predict through the batcher when the component opted in,
@@ -208,13 +211,12 @@ class SeldonModel(Model):
     # --- the Seldon methods -----------------------------------------------------------------------
 
     def _transform(self, name: str, request: Any, raw_input: Any, protocol: str) -> Reply:
-        """predict, transform_input and transform_output: the raw method's answer if it has one
-        (on predict, a ``status.code`` in it is the HTTP status), else the high-level method's."""
+        """predict, transform_input and transform_output: the raw method's answer if it has one,
+        else the high-level method's."""
         label = LABELS[name]
         found, raw = self._raw(name, raw_input, label)
         if found:
-            code = raw.get("status", {}).get("code") if name == "predict" and isinstance(raw, dict) else None
-            return Reply(raw, code if isinstance(code, int) and 100 <= code <= 599 else 200)
+            return Reply(raw)
         decoded = payload.decode(request)
         result = self._high_level(name, decoded)
         return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), label))
@@ -456,6 +458,16 @@ class SeldonModel(Model):
                 raise InvalidInput(fields[1]) from exc
             raise
         return {OUTPUT: payload.as_output(body)}
+
+
+def http_status(answer: Any) -> int:
+    """The HTTP status of a predict answer: its ``status.code`` when it has one (seldon-core sets it
+    on every ``/predict`` answer, raw, legacy or passed through), else 200."""
+    status = answer.get("status") if isinstance(answer, dict) else None
+    code = status.get("code") if isinstance(status, dict) else None
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+        return code
+    return 200
 
 
 def as_proto_json(document: Any, message: Message) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InvalidInput, ModelNotReady, PayloadTooLarge
 from inferd.dialects.seldon import openapi
-from inferd.dialects.seldon.component import SeldonModel, environment_flag
+from inferd.dialects.seldon.component import SeldonModel, environment_flag, http_status
 from inferd.dialects.seldon.errors import INTERNAL_ERROR, SeldonError, as_seldon_error
 from inferd.protocols import asgi, prometheus
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
@@ -148,9 +148,10 @@ def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRo
                 if passthrough and method == "predict":
                     body = await request.body()
                     result = await dataplane.run(name, lambda: unit.call_user(unit.passthrough, body))
-                    ok = True
                     content = result if isinstance(result, (bytes, str)) else dumps(result)
-                    return Response(content, headers=CORS, media_type="application/json")
+                    status = http_status(result)
+                    ok = status < 400
+                    return Response(content, status, headers=CORS, media_type="application/json")
                 message = await read_message(request, limits)
                 reply = await dataplane.run(name, lambda: unit.answer(method, message))
                 ok = reply.status < 400

@@ -316,22 +316,24 @@ def test_payload_passthrough_hands_the_body_to_predict_raw() -> None:
             assert response.status_code == 200
             assert response.content == b"nosj neve ton"
             assert response.headers["content-type"] == "application/json"
+            accepted = http.post("/predict", content=b"accepted", headers={"content-type": "text/plain"})
+            assert accepted.status_code == 202 and accepted.json() == {"status": {"code": 202}}
             # Only predict passes through; the other routes still decode.
             assert http.post("/transform-input", json=NDARRAY).json()["data"]["ndarray"] == [[10, 20]]
 
 
-def test_legacy_rest_and_grpc_methods_come_first() -> None:
-    import grpc
-    from google.protobuf import json_format
+def test_legacy_rest_and_grpc_methods_come_first(legacy_server: RunningServer) -> None:
+    server = legacy_server
+    body = httpx.post(f"{server.http_url}/predict", json={"strData": "x"}).json()
+    assert body == {"jsonData": {"legacy": "rest", "got": {"strData": "x"}}}
+    assert server.grpc_address is not None
+    with grpc.insecure_channel(server.grpc_address) as channel:
+        reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="y"))
+    assert json_format.MessageToDict(reply) == {"strData": "grpc:y"}
+    assert "predict_rest is deprecated" in server.wait_for_log("predict_rest is deprecated")
 
-    from inferd.dialects.seldon._generated import prediction_pb2 as pb
-    from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
 
-    with serve("Legacy", "--dialect", "seldon", cwd=COMPONENTS) as server:
-        body = httpx.post(f"{server.http_url}/predict", json={"strData": "x"}).json()
-        assert body == {"jsonData": {"legacy": "rest", "got": {"strData": "x"}}}
-        assert server.grpc_address is not None
-        with grpc.insecure_channel(server.grpc_address) as channel:
-            reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="y"))
-        assert json_format.MessageToDict(reply) == {"strData": "grpc:y"}
-        assert "predict_rest is deprecated" in server.wait_for_log("predict_rest is deprecated")
+def test_legacy_predict_answer_status_code_is_the_http_status(legacy_server: RunningServer) -> None:
+    answer = httpx.post(f"{legacy_server.http_url}/api/v1.0/predictions", json={"strData": "accepted"})
+    assert answer.status_code == 202
+    assert answer.json() == {"status": {"code": 202, "info": "queued"}, "strData": "later"}

@@ -6,6 +6,8 @@ class Legacy:
         raise AssertionError("predict_rest and predict_grpc take priority")
 
     def predict_rest(self, request):
+        if request.get("strData") == "accepted":  # status.code is the HTTP status, as for predict_raw
+            return {"status": {"code": 202, "info": "queued"}, "strData": "later"}
         return {"jsonData": {"legacy": "rest", "got": request}}
 
     def predict_grpc(self, request):

@@ -6,7 +6,7 @@ from seldon_core.user_model import SeldonComponent, SeldonNotImplementedError
 class Raw(SeldonComponent):
     def predict_raw(self, msg):
         if isinstance(msg, (bytes, str)):  # PAYLOAD_PASSTHROUGH: the body as it came
-            return msg[::-1]
+            return {"status": {"code": 202}} if msg == b"accepted" else msg[::-1]
         if hasattr(msg, "WhichOneof"):  # gRPC: the SeldonMessage itself
             reply = type(msg)(strData="raw grpc")
             reply.meta.metrics.add(key="raw_grpc_counter", value=3)  # a COUNTER: protobuf sends no type
