@@ -145,14 +145,24 @@ class SeldonModel(Model):
     def call(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
         """Answer ``request`` with the Seldon ``method``; ``native`` is what raw methods receive. A
         predict answer carrying ``status.code`` has that HTTP status, whichever method made it."""
-        legacy = self._user_method(f"{method}_{protocol}")
         raw_input = request if native is UNSET else native
+        legacy = None if method == "send_feedback" else self._legacy(method, protocol)
         if legacy is not None:
-            logger.warning("%s_%s is deprecated; use %s_raw", method, protocol, method)
-            reply = Reply(_plain(legacy(raw_input)))
+            reply = Reply(_plain(legacy[1](raw_input)))
         else:
             reply = self._methods[method](request, raw_input, protocol)
         return Reply(reply.body, http_status(reply.body)) if method == "predict" else reply
+
+    def _legacy(self, method: str, protocol: str) -> tuple[str, Callable[..., Any]] | None:
+        """The deprecated ``<method>_rest`` or ``<method>_grpc`` that answers, in seldon-core's order:
+        predict's by the protocol of the call, every other method's ``_rest`` first, then ``_grpc``,
+        whatever the protocol."""
+        for kind in (protocol,) if method == "predict" else ("rest", "grpc"):
+            function = self._user_method(f"{method}_{kind}")
+            if function is not None:
+                logger.warning("%s_%s is deprecated; use %s_raw", method, kind, method)
+                return kind, function
+        return None
 
     async def answer(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
         """`call` as every protocol runs it: predict through the batcher when the component opted in,
@@ -237,7 +247,7 @@ class SeldonModel(Model):
         to the message itself (no raw or legacy method, no ``tags()`` or ``metrics()``), not batched."""
         passes = self._passes_decoded.get(name)
         if passes is None:
-            readers = (f"{name}_raw", f"{name}_rest", "tags", "metrics")
+            readers = (f"{name}_raw", f"{name}_rest", f"{name}_grpc", "tags", "metrics")
             passes = self._passes_decoded[name] = (
                 name in LABELS
                 and self._user_method(name) is not None
@@ -300,18 +310,27 @@ class SeldonModel(Model):
         return Reply(self._respond(result, decoded[0].kind, merged, _puid(messages[0]), metrics.AGGREGATE))
 
     def _send_feedback(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        """Feedback as seldon-core takes it on both protocols: the reward counted first; then a legacy
+        ``send_feedback_rest`` (given the Feedback as JSON text) or ``send_feedback_grpc`` (given the
+        Feedback message), else ``send_feedback_raw`` (the message), else ``send_feedback``. Every
+        answer is a SeldonMessage; a legacy or raw method returning None answers an empty one."""
         feedback = _parse_proto(request, pb.Feedback())
         native = feedback if protocol == "rest" else raw_input
+        reward = float(request.get("reward") or 0.0)
+        if reward and self.feedback_metrics:
+            self.recorder.feedback(reward)
+        legacy = self._legacy("send_feedback", protocol)
+        if legacy is not None:
+            kind, function = legacy
+            answer = function(json_format.MessageToJson(native) if kind == "rest" else native)
+            return Reply(as_proto_json(_plain(answer) or {}, pb.SeldonMessage()))
         found, raw = self._raw("send_feedback", native, metrics.FEEDBACK)
         if found:
-            return Reply(raw)
+            return Reply(as_proto_json(raw or {}, pb.SeldonMessage()))
         sent = request.get("request") or {}
         kind, features = payload.datadef_to_array(sent.get("data") or {})
         truth = payload.datadef_to_array((request.get("truth") or {}).get("data") or {})[1]
-        reward = float(request.get("reward") or 0.0)
         routing = ((request.get("response") or {}).get("meta") or {}).get("routing") or {}
-        if reward and self.feedback_metrics:
-            self.recorder.feedback(reward)
         names = (sent.get("data") or {}).get("names") or []
         result = self._optional(
             "send_feedback",

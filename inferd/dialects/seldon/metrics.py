@@ -33,6 +33,8 @@ ROUTE = "router"
 AGGREGATE = "aggregate"
 FEEDBACK = "feedback"
 HEALTH = "health"
+FEEDBACK_KEY = "seldon_api_model_feedback"
+REWARD_KEY = "seldon_api_model_feedback_reward"
 
 
 def deployment_labels(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -92,13 +94,6 @@ class CustomMetrics:
         self.labels = {**(labels or deployment_labels()), "worker_id": str(os.getpid())}
         self._families: dict[str, tuple[str, MetricWrapperBase, tuple[str, ...]]] = {}
         self._lock = threading.Lock()
-        feedback_labels = tuple(self.labels)
-        self._feedback = Counter(
-            "seldon_api_model_feedback", "Seldon feedback requests", feedback_labels
-        ).labels(**self.labels)
-        self._reward = Counter(
-            "seldon_api_model_feedback_reward", "Seldon feedback reward", feedback_labels
-        ).labels(**self.labels)
 
     def record(self, metrics: Sequence[dict[str, Any]], method: str) -> None:
         for metric in metrics:
@@ -117,9 +112,13 @@ class CustomMetrics:
                 child.observe(value / 1000)  # type: ignore[attr-defined]
 
     def feedback(self, reward: float) -> None:
-        """Seldon counts feedback with a non-zero reward, and sums the rewards."""
-        self._feedback.inc()
-        self._reward.inc(reward)
+        """Seldon counts feedback with a non-zero reward, and sums the rewards, as two COUNTERs of
+        the ``feedback`` method."""
+        counters = [
+            {"key": FEEDBACK_KEY, "type": "COUNTER", "value": 1},
+            {"key": REWARD_KEY, "type": "COUNTER", "value": reward},
+        ]
+        self.record(counters, FEEDBACK)
 
     def _family(
         self, key: str, kind: str, tags: dict[str, Any]

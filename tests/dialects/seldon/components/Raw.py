@@ -35,6 +35,8 @@ class Raw(SeldonComponent):
 
     def send_feedback_raw(self, feedback):
         # The Feedback message, as upstream hands it over on REST as well as gRPC.
+        if not feedback.reward:
+            return None  # an empty SeldonMessage
         return {"jsonData": {"reward": feedback.reward, "puid": feedback.request.meta.puid}}
 
     def health_status_raw(self):
