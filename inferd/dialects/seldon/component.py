@@ -29,6 +29,7 @@ from inferd.core.types import Tensors
 from inferd.dialects.seldon import flask_errors, metadata, metrics, payload
 from inferd.dialects.seldon._generated import prediction_pb2 as pb
 from inferd.dialects.seldon.errors import SeldonError
+from inferd.dialects.seldon.unit import Unit
 from inferd.dialects.seldon.user_model import is_not_implemented, is_response, seldon_exception_fields
 
 logger = logging.getLogger("inferd.seldon")
@@ -110,10 +111,8 @@ class SeldonModel(Model):
         self.recorder = metrics.recorder()
         self.include_metrics = environment_flag("INCLUDE_METRICS_IN_CLIENT_RESPONSE", "true")
         self.feedback_metrics = os.environ.get("SELDON_EXECUTOR_ENABLED", "true").lower() != "false"
-        self.unit_id, self.unit_image = self.unit or (
-            os.environ.get("PREDICTIVE_UNIT_ID", ""),
-            os.environ.get("PREDICTIVE_UNIT_IMAGE", ""),
-        )
+        self.identity = Unit(*self.unit) if self.unit else Unit.from_environment()
+        self.unit_id = self.identity.id
         self._meta_rule = {
             name: takes_meta(getattr(self.user, name))
             for name in ("predict", "transform_input", "transform_output", "route")
@@ -334,7 +333,7 @@ class SeldonModel(Model):
         names = (sent.get("data") or {}).get("names") or []
         result = self._optional(
             "send_feedback",
-            lambda f: f(features, names, reward, truth, routing=routing.get(self.unit_id or "0")),
+            lambda f: f(features, names, reward, truth, routing=routing.get(self.identity.routing_key)),
             None,
         )
         value = result.data if is_response(result) else result
@@ -420,7 +419,8 @@ class SeldonModel(Model):
     def _meta(
         self, request_meta: dict[str, Any] | None, tags: dict[str, Any], metrics: list[Any], puid: Any
     ) -> dict[str, Any]:
-        """An answer's meta: the request's tags, metrics and path, with this unit's added."""
+        """An answer's meta: the request's tags, metrics and path, with this unit's added (the
+        request's entries win, as seldon-core merges them)."""
         meta: dict[str, Any] = {}
         request_meta = request_meta or {}
         tags = {**(request_meta.get("tags") or {}), **tags}
@@ -431,9 +431,7 @@ class SeldonModel(Model):
             meta["metrics"] = metrics_out
         if puid:
             meta["puid"] = puid
-        path = dict(request_meta.get("requestPath") or {})
-        if self.unit_id:
-            path[self.unit_id] = self.unit_image
+        path = {**self.identity.request_path(), **(request_meta.get("requestPath") or {})}
         if path:
             meta["requestPath"] = path
         return meta

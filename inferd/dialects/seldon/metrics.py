@@ -9,7 +9,6 @@ reads from its environment and ``worker_id``. prometheus_client's multiprocess m
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,8 +19,8 @@ from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
 from inferd.dialects.seldon.errors import BAD_METRIC, SeldonError
+from inferd.dialects.seldon.unit import NOT_IMPLEMENTED, NOT_IMPLEMENTED_IMAGE, predictor_version, split_image
 
-NOT_IMPLEMENTED = "NOT_IMPLEMENTED"
 TYPES = ("COUNTER", "GAUGE", "TIMER")
 #: ``[0]``, 50 log-spaced bounds from 1 ms to 30 s, then +Inf (added by prometheus_client).
 TIMER_BUCKETS = (0.0, *np.geomspace(0.001, 30, 50).tolist())
@@ -38,24 +37,19 @@ REWARD_KEY = "seldon_api_model_feedback_reward"
 
 
 def deployment_labels(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The labels Seldon derives from the operator's environment, ``NOT_IMPLEMENTED`` when unset."""
-    image = environ.get("PREDICTIVE_UNIT_IMAGE", "")
-    image_name, _, image_version = image.rpartition(":") if ":" in image else (image, "", "")
-    try:
-        predictor_version = json.loads(environ.get("PREDICTOR_LABELS", "{}")).get("version")
-    except (ValueError, AttributeError):
-        predictor_version = None
-    deployment = environ.get("SELDON_DEPLOYMENT_ID") or NOT_IMPLEMENTED
+    """The labels seldon-core derives from the operator's environment, ``NOT_IMPLEMENTED`` when unset."""
+    image_name, image_version = split_image(environ.get("PREDICTIVE_UNIT_IMAGE", NOT_IMPLEMENTED_IMAGE))
+    deployment = environ.get("SELDON_DEPLOYMENT_ID", NOT_IMPLEMENTED)
     return {
         "deployment_name": deployment,
-        "model_name": environ.get("PREDICTIVE_UNIT_ID") or NOT_IMPLEMENTED,
-        "model_image": image_name or NOT_IMPLEMENTED,
-        "model_version": image_version or NOT_IMPLEMENTED,
-        "predictor_name": environ.get("PREDICTOR_ID") or NOT_IMPLEMENTED,
-        "predictor_version": predictor_version or NOT_IMPLEMENTED,
+        "model_name": environ.get("PREDICTIVE_UNIT_ID", NOT_IMPLEMENTED),
+        "model_image": image_name,
+        "model_version": image_version,
+        "predictor_name": environ.get("PREDICTOR_ID", NOT_IMPLEMENTED),
+        "predictor_version": predictor_version(environ),
         "seldon_deployment_name": deployment,
-        "image_name": image_name or NOT_IMPLEMENTED,
-        "image_version": image_version or NOT_IMPLEMENTED,
+        "image_name": image_name,
+        "image_version": image_version,
     }
 
 

@@ -337,3 +337,18 @@ def test_legacy_predict_answer_status_code_is_the_http_status(legacy_server: Run
     answer = httpx.post(f"{legacy_server.http_url}/api/v1.0/predictions", json={"strData": "accepted"})
     assert answer.status_code == 202
     assert answer.json() == {"status": {"code": 202, "info": "queued"}, "strData": "later"}
+
+
+def test_request_path_names_the_unit_as_seldon_core_fills_it() -> None:
+    """``PREDICTIVE_UNIT_IMAGE`` unset: the unit's image is ``NOT_IMPLEMENTED:NOT_IMPLEMENTED``; the
+    request's own requestPath entries win over the unit's."""
+    with serve(
+        "Identity", "--dialect", "seldon", env={"PREDICTIVE_UNIT_ID": "unit-a"}, cwd=COMPONENTS
+    ) as server:
+        with httpx.Client(base_url=server.http_url) as http:
+            body = http.post("/predict", json=NDARRAY).json()
+            assert body["meta"]["requestPath"] == {"unit-a": "NOT_IMPLEMENTED:NOT_IMPLEMENTED"}
+            path = {"unit-a": "from-request", "before": "img:1"}
+            request = {**NDARRAY, "meta": {"requestPath": path}}
+            assert http.post("/predict", json=request).json()["meta"]["requestPath"] == path
+            assert http.get("/metadata").json()["name"] == ""  # metadata reads an unset image as ""
