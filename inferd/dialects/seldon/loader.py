@@ -154,8 +154,11 @@ class SeldonDialect:
         return found
 
     def models(self, settings: Settings) -> list[ServedModel]:
-        user_class = load_user_class(settings.target)
+        """The component; its parameters are checked before its class is imported, as
+        seldon-core-microservice checks them, so a bad list is MICROSERVICE_BAD_PARAMETER whatever
+        the class name says."""
         parameters = parse_parameters(settings.parameters)
+        user_class = load_user_class(settings.target)
 
         name = served_name(settings)
         batching = batch_settings(settings, name, opt_in=True)

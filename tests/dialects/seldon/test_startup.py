@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import httpx
 import pytest
 
 from tests.dialects.seldon.conftest import COMPONENTS
-from tests.servers import inferd_command, serve
+from tests.servers import inferd_command, serve, with_this_tree
 
 #: seldon-core 1.18.2 installed by `make test` beside the virtualenv (its pins do not fit inferd's).
 SELDON_CORE = Path(sys.prefix) / "seldon-core"
@@ -81,6 +82,19 @@ def test_bad_parameters_stop_startup(parameters: str, message: str) -> None:
     done = subprocess.run(command, cwd=COMPONENTS, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "MICROSERVICE_BAD_PARAMETER" in done.stderr and message in done.stderr
+
+
+def test_bad_parameters_are_reported_before_a_wrong_class_name() -> None:
+    """seldon-core-microservice parses the parameters before it imports the class."""
+    bad = '[{"name": "factor", "value": "x", "type": "INT"}]'
+    for extra, env in ((("--parameters", bad), {}), ((), {"PREDICTIVE_UNIT_PARAMETERS": bad})):
+        command = inferd_command("serve", "NoSuchModel", "--dialect", "seldon", *extra)
+        environment = with_this_tree({**os.environ, **env})
+        done = subprocess.run(
+            command, cwd=COMPONENTS, capture_output=True, text=True, timeout=60, env=environment
+        )
+        assert done.returncode == 2
+        assert "MICROSERVICE_BAD_PARAMETER" in done.stderr and "NoSuchModel" not in done.stderr
 
 
 def test_unknown_class_is_a_clear_error() -> None:
