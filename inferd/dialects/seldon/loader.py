@@ -176,6 +176,11 @@ class SeldonDialect:
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return [grpc.registrar(dataplane, served_name(settings))]
 
+    def metrics_routes(self) -> list[BaseRoute]:
+        """The metrics port is seldon-core's metrics server: the Seldon series alone, at
+        ``PREDICTIVE_UNIT_METRICS_ENDPOINT``; inferd's own stay on the HTTP port's ``/metrics``."""
+        return rest.metrics_routes()
+
     def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
         """A Seldon message on the external predictions route; its ndarray has the declared input's
         shape when the component's metadata gives one."""

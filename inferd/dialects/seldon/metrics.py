@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import Metric
 
 from inferd.dialects.seldon.errors import BAD_METRIC, SeldonError
 from inferd.dialects.seldon.unit import NOT_IMPLEMENTED, NOT_IMPLEMENTED_IMAGE, predictor_version, split_image
+from inferd.protocols import prometheus
 
 TYPES = ("COUNTER", "GAUGE", "TIMER")
 #: ``[0]``, 50 log-spaced bounds from 1 ms to 30 s, then +Inf (added by prometheus_client).
@@ -32,6 +34,9 @@ ROUTE = "router"
 AGGREGATE = "aggregate"
 FEEDBACK = "feedback"
 HEALTH = "health"
+#: A label every series `CustomMetrics` writes carries (the deployment labels are set last, so no
+#: metric tag replaces them) and none of inferd's own series or the process's does.
+SELDON_LABEL = "seldon_deployment_name"
 FEEDBACK_KEY = "seldon_api_model_feedback"
 REWARD_KEY = "seldon_api_model_feedback_reward"
 
@@ -140,6 +145,26 @@ def _create(key: str, kind: str, label_names: tuple[str, ...]) -> MetricWrapperB
     if kind == "GAUGE":
         return Gauge(key, description, label_names, multiprocess_mode="mostrecent")
     return Histogram(key, description, label_names, buckets=TIMER_BUCKETS)
+
+
+class SeldonSeries:
+    """A collector of the Seldon series alone, from every worker: what seldon-core's metrics server
+    served (custom metrics and the feedback counters with their labels), without inferd's own
+    series, the Python process's, or the ``_created`` samples prometheus_client adds."""
+
+    def collect(self) -> Iterator[Metric]:
+        for family in prometheus.registry().collect():
+            created = f"{family.name}_created"
+            samples = [s for s in family.samples if SELDON_LABEL in s.labels and s.name != created]
+            if samples:
+                kept = Metric(family.name, family.documentation, family.type, family.unit)
+                kept.samples = samples
+                yield kept
+
+
+def exposition() -> bytes:
+    """The Prometheus text of the Seldon series (`SeldonSeries`)."""
+    return generate_latest(SeldonSeries())
 
 
 _recorder: CustomMetrics | None = None
