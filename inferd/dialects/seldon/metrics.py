@@ -24,6 +24,9 @@ from inferd.dialects.seldon.unit import NOT_IMPLEMENTED, NOT_IMPLEMENTED_IMAGE, 
 from inferd.protocols import prometheus
 
 TYPES = ("COUNTER", "GAUGE", "TIMER")
+#: inferd's own kind for the reward sum, not one a user metric can name: a ``<key>_total`` that,
+#: unlike a prometheus_client Counter, can go down (seldon-core summed negative rewards too).
+SUM = "SUM"
 #: ``[0]``, 50 log-spaced bounds from 1 ms to 30 s, then +Inf (added by prometheus_client).
 TIMER_BUCKETS = (0.0, *np.geomspace(0.001, 30, 50).tolist())
 
@@ -107,15 +110,17 @@ class CustomMetrics:
                 child.inc(value)  # type: ignore[attr-defined]
             elif kind == "GAUGE":
                 child.set(value)  # type: ignore[attr-defined]
+            elif kind == SUM:
+                child.inc(value)  # type: ignore[attr-defined]
             else:
                 child.observe(value / 1000)  # type: ignore[attr-defined]
 
     def feedback(self, reward: float) -> None:
-        """Seldon counts feedback with a non-zero reward, and sums the rewards, as two COUNTERs of
-        the ``feedback`` method."""
+        """Seldon counts feedback with a non-zero reward and sums the rewards, both under the
+        ``feedback`` method; a reward may be negative, so its sum is a `SUM`."""
         counters = [
             {"key": FEEDBACK_KEY, "type": "COUNTER", "value": 1},
-            {"key": REWARD_KEY, "type": "COUNTER", "value": reward},
+            {"key": REWARD_KEY, "type": SUM, "value": reward},
         ]
         self.record(counters, FEEDBACK)
 
@@ -144,6 +149,8 @@ def _create(key: str, kind: str, label_names: tuple[str, ...]) -> MetricWrapperB
         return Counter(key, description, label_names)
     if kind == "GAUGE":
         return Gauge(key, description, label_names, multiprocess_mode="mostrecent")
+    if kind == SUM:
+        return Gauge(f"{key}_total", description, label_names, multiprocess_mode="sum")
     return Histogram(key, description, label_names, buckets=TIMER_BUCKETS)
 
 

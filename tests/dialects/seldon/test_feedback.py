@@ -66,3 +66,14 @@ def test_legacy_rest_transform_answers_grpc_too(legacy_server: RunningServer) ->
     with grpc.insecure_channel(legacy_server.grpc_address) as channel:
         reply = pb_grpc.TransformerStub(channel).TransformInput(pb.SeldonMessage(strData="x"))
     assert json_format.MessageToDict(reply) == {"strData": "rest got SeldonMessage"}
+
+
+def test_a_negative_reward_is_summed(everything_server: RunningServer) -> None:
+    """A penalty is feedback too: seldon-core summed it, so the reward total goes down (a 500 before)."""
+    metrics_url = f"{everything_server.http_url}/metrics"
+    name = "seldon_api_model_feedback_reward_total"
+    before = total(httpx.get(metrics_url).text, name, method="feedback")
+    answer = httpx.post(f"{everything_server.http_url}/send-feedback", json={"reward": -3})
+    assert answer.status_code == 200, answer.text
+    after = httpx.get(metrics_url).text
+    assert total(after, name, method="feedback") == before - 3
