@@ -73,8 +73,9 @@ class Settings(BaseSettings):
     """gRPC port; 0 picks a free one (the ready line shows it)."""
 
     metrics_port: int | None = Field(None, ge=0, le=65535)
-    """A port of its own for the Prometheus endpoint, besides ``/metrics`` on the HTTP port (Seldon's
-    metrics port); unset serves it on the HTTP port only."""
+    """A port of its own for the Prometheus endpoint, besides ``/metrics`` on the HTTP port; unset
+    serves it on the HTTP port only. With the seldon dialect it is Seldon's metrics server: the
+    Seldon series alone at ``PREDICTIVE_UNIT_METRICS_ENDPOINT`` (``/metrics`` unset)."""
 
     grpc_enabled: bool = True
     """Serve the V2 gRPC protocol next to HTTP."""

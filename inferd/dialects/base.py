@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from starlette.routing import BaseRoute
@@ -73,6 +73,15 @@ class ServedModel:
     name: str
     factory: ModelFactory
     version: str | None = None
+
+
+@runtime_checkable
+class ServesMetrics(Protocol):
+    """A dialect whose platform scrapes a metrics server of its own (Seldon's): the metrics port
+    serves its routes instead of inferd's ``/metrics``."""
+
+    def metrics_routes(self) -> list[BaseRoute]:
+        """The routes of the metrics port."""
 
 
 class Dialect(Protocol):

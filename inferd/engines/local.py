@@ -154,7 +154,7 @@ async def serve(
         if settings.metrics_port is not None:
             metrics_sock = metrics_socket or bind_http(settings.host, settings.metrics_port)
             metrics_server, metrics_port = (
-                _Server(uvicorn_config(settings, create_metrics_app())),
+                _Server(uvicorn_config(settings, create_metrics_app(settings))),
                 port_of(metrics_sock),
             )
             metrics_task = asyncio.create_task(metrics_server.serve(sockets=[metrics_sock]))

@@ -17,8 +17,8 @@ from inferd.core.model_settings import limits
 from inferd.core.registry import ModelRegistry
 from inferd.core.settings import Settings
 from inferd.core.types import ServerMetadata
-from inferd.dialects import resolve_dialect
-from inferd.dialects.base import Dialect
+from inferd.dialects import get_dialect, resolve_dialect
+from inferd.dialects.base import Dialect, ServesMetrics
 from inferd.protocols import prometheus
 from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import ui
@@ -124,6 +124,9 @@ def _authentication(runtime: Runtime, tokens: Tokens | None, login: Login | None
     return [Middleware(BearerAuth, tokens=tokens, is_open=is_open, login=login)]
 
 
-def create_metrics_app() -> Starlette:
-    """The Prometheus endpoint alone, for ``metrics_port``."""
-    return Starlette(routes=prometheus.routes())
+def create_metrics_app(settings: Settings | None = None) -> Starlette:
+    """The Prometheus endpoint alone: inferd's ``/metrics``, or on the ``metrics_port`` of a dialect
+    whose platform scrapes a metrics server of its own (Seldon's), that server's routes."""
+    dialect = get_dialect(settings.dialect) if settings is not None and settings.dialect != "auto" else None
+    routes = dialect.metrics_routes() if isinstance(dialect, ServesMetrics) else prometheus.routes()
+    return Starlette(routes=routes)

@@ -29,6 +29,7 @@ from inferd.core.types import Tensors
 from inferd.dialects.seldon import flask_errors, metadata, metrics, payload
 from inferd.dialects.seldon._generated import prediction_pb2 as pb
 from inferd.dialects.seldon.errors import SeldonError
+from inferd.dialects.seldon.unit import Unit
 from inferd.dialects.seldon.user_model import is_not_implemented, is_response, seldon_exception_fields
 
 logger = logging.getLogger("inferd.seldon")
@@ -110,10 +111,8 @@ class SeldonModel(Model):
         self.recorder = metrics.recorder()
         self.include_metrics = environment_flag("INCLUDE_METRICS_IN_CLIENT_RESPONSE", "true")
         self.feedback_metrics = os.environ.get("SELDON_EXECUTOR_ENABLED", "true").lower() != "false"
-        self.unit_id, self.unit_image = self.unit or (
-            os.environ.get("PREDICTIVE_UNIT_ID", ""),
-            os.environ.get("PREDICTIVE_UNIT_IMAGE", ""),
-        )
+        self.identity = Unit(*self.unit) if self.unit else Unit.from_environment()
+        self.unit_id = self.identity.id
         self._meta_rule = {
             name: takes_meta(getattr(self.user, name))
             for name in ("predict", "transform_input", "transform_output", "route")
@@ -143,13 +142,26 @@ class SeldonModel(Model):
         }
 
     def call(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
-        """Answer ``request`` with the Seldon ``method``; ``native`` is what raw methods receive."""
-        legacy = self._user_method(f"{method}_{protocol}")
+        """Answer ``request`` with the Seldon ``method``; ``native`` is what raw methods receive. A
+        predict answer carrying ``status.code`` has that HTTP status, whichever method made it."""
         raw_input = request if native is UNSET else native
+        legacy = None if method == "send_feedback" else self._legacy(method, protocol)
         if legacy is not None:
-            logger.warning("%s_%s is deprecated; use %s_raw", method, protocol, method)
-            return Reply(_plain(legacy(raw_input)))
-        return self._methods[method](request, raw_input, protocol)
+            reply = Reply(_plain(legacy[1](raw_input)))
+        else:
+            reply = self._methods[method](request, raw_input, protocol)
+        return Reply(reply.body, http_status(reply.body)) if method == "predict" else reply
+
+    def _legacy(self, method: str, protocol: str) -> tuple[str, Callable[..., Any]] | None:
+        """The deprecated ``<method>_rest`` or ``<method>_grpc`` that answers, in seldon-core's order:
+        predict's by the protocol of the call, every other method's ``_rest`` first, then ``_grpc``,
+        whatever the protocol."""
+        for kind in (protocol,) if method == "predict" else ("rest", "grpc"):
+            function = self._user_method(f"{method}_{kind}")
+            if function is not None:
+                logger.warning("%s_%s is deprecated; use %s_raw", method, kind, method)
+                return kind, function
+        return None
 
     async def answer(self, method: str, request: Any, native: Any = UNSET, protocol: str = "rest") -> Reply:
         """`call` as every protocol runs it: predict through the batcher when the component opted in,
@@ -208,13 +220,12 @@ class SeldonModel(Model):
     # --- the Seldon methods -----------------------------------------------------------------------
 
     def _transform(self, name: str, request: Any, raw_input: Any, protocol: str) -> Reply:
-        """predict, transform_input and transform_output: the raw method's answer if it has one
-        (on predict, a ``status.code`` in it is the HTTP status), else the high-level method's."""
+        """predict, transform_input and transform_output: the raw method's answer if it has one,
+        else the high-level method's."""
         label = LABELS[name]
         found, raw = self._raw(name, raw_input, label)
         if found:
-            code = raw.get("status", {}).get("code") if name == "predict" and isinstance(raw, dict) else None
-            return Reply(raw, code if isinstance(code, int) and 100 <= code <= 599 else 200)
+            return Reply(raw)
         decoded = payload.decode(request)
         result = self._high_level(name, decoded)
         return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), label))
@@ -235,7 +246,7 @@ class SeldonModel(Model):
         to the message itself (no raw or legacy method, no ``tags()`` or ``metrics()``), not batched."""
         passes = self._passes_decoded.get(name)
         if passes is None:
-            readers = (f"{name}_raw", f"{name}_rest", "tags", "metrics")
+            readers = (f"{name}_raw", f"{name}_rest", f"{name}_grpc", "tags", "metrics")
             passes = self._passes_decoded[name] = (
                 name in LABELS
                 and self._user_method(name) is not None
@@ -258,14 +269,15 @@ class SeldonModel(Model):
         return self._respond(result, decoded.kind, decoded.meta, puid, LABELS[name])
 
     def _route(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        """The router's choice: ``route`` sees the request's meta as predict does (seldon-core passes
+        it), but the answer carries only this unit's tags, not the request's."""
         found, raw = self._raw("route", raw_input, metrics.ROUTE)
         if found:
             return Reply(raw)
         decoded = payload.decode(request)
         missing = SeldonError("Route not defined", not_implemented=True)
-        result = self._optional(
-            "route", lambda f: self._with_meta("route", f, decoded.features, decoded.names, None), missing
-        )
+        X, names, meta = decoded.features, decoded.names, decoded.meta
+        result = self._optional("route", lambda f: self._with_meta("route", f, X, names, meta), missing)
         value = result.data if is_response(result) else result
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise SeldonError(f"Routing response must be int but got {value!r}")
@@ -297,22 +309,31 @@ class SeldonModel(Model):
         return Reply(self._respond(result, decoded[0].kind, merged, _puid(messages[0]), metrics.AGGREGATE))
 
     def _send_feedback(self, request: Any, raw_input: Any, protocol: str) -> Reply:
+        """Feedback as seldon-core takes it on both protocols: the reward counted first; then a legacy
+        ``send_feedback_rest`` (given the Feedback as JSON text) or ``send_feedback_grpc`` (given the
+        Feedback message), else ``send_feedback_raw`` (the message), else ``send_feedback``. Every
+        answer is a SeldonMessage; a legacy or raw method returning None answers an empty one."""
         feedback = _parse_proto(request, pb.Feedback())
         native = feedback if protocol == "rest" else raw_input
+        reward = float(request.get("reward") or 0.0)
+        if reward and self.feedback_metrics:
+            self.recorder.feedback(reward)
+        legacy = self._legacy("send_feedback", protocol)
+        if legacy is not None:
+            kind, function = legacy
+            answer = function(json_format.MessageToJson(native) if kind == "rest" else native)
+            return Reply(as_proto_json(_plain(answer) or {}, pb.SeldonMessage()))
         found, raw = self._raw("send_feedback", native, metrics.FEEDBACK)
         if found:
-            return Reply(raw)
+            return Reply(as_proto_json(raw or {}, pb.SeldonMessage()))
         sent = request.get("request") or {}
         kind, features = payload.datadef_to_array(sent.get("data") or {})
         truth = payload.datadef_to_array((request.get("truth") or {}).get("data") or {})[1]
-        reward = float(request.get("reward") or 0.0)
         routing = ((request.get("response") or {}).get("meta") or {}).get("routing") or {}
-        if reward and self.feedback_metrics:
-            self.recorder.feedback(reward)
         names = (sent.get("data") or {}).get("names") or []
         result = self._optional(
             "send_feedback",
-            lambda f: f(features, names, reward, truth, routing=routing.get(self.unit_id or "0")),
+            lambda f: f(features, names, reward, truth, routing=routing.get(self.identity.routing_key)),
             None,
         )
         value = result.data if is_response(result) else result
@@ -338,7 +359,7 @@ class SeldonModel(Model):
                 return False, None
             raise
         if isinstance(result, dict) and isinstance(result.get("meta"), dict) and "metrics" in result["meta"]:
-            self.recorder.record(metrics.validate(result["meta"]["metrics"]), label)
+            self.recorder.record(metrics.from_raw(result["meta"]["metrics"]), label)
             if not self.include_metrics:
                 result = {**result, "meta": {k: v for k, v in result["meta"].items() if k != "metrics"}}
         return True, result
@@ -398,7 +419,8 @@ class SeldonModel(Model):
     def _meta(
         self, request_meta: dict[str, Any] | None, tags: dict[str, Any], metrics: list[Any], puid: Any
     ) -> dict[str, Any]:
-        """An answer's meta: the request's tags, metrics and path, with this unit's added."""
+        """An answer's meta: the request's tags, metrics and path, with this unit's added (the
+        request's entries win, as seldon-core merges them)."""
         meta: dict[str, Any] = {}
         request_meta = request_meta or {}
         tags = {**(request_meta.get("tags") or {}), **tags}
@@ -409,9 +431,7 @@ class SeldonModel(Model):
             meta["metrics"] = metrics_out
         if puid:
             meta["puid"] = puid
-        path = dict(request_meta.get("requestPath") or {})
-        if self.unit_id:
-            path[self.unit_id] = self.unit_image
+        path = {**self.identity.request_path(), **(request_meta.get("requestPath") or {})}
         if path:
             meta["requestPath"] = path
         return meta
@@ -455,6 +475,16 @@ class SeldonModel(Model):
                 raise InvalidInput(fields[1]) from exc
             raise
         return {OUTPUT: payload.as_output(body)}
+
+
+def http_status(answer: Any) -> int:
+    """The HTTP status of a predict answer: its ``status.code`` when it has one (seldon-core sets it
+    on every ``/predict`` answer, raw, legacy or passed through), else 200."""
+    status = answer.get("status") if isinstance(answer, dict) else None
+    code = status.get("code") if isinstance(status, dict) else None
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+        return code
+    return 200
 
 
 def as_proto_json(document: Any, message: Message) -> dict[str, Any]:

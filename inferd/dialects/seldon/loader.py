@@ -154,8 +154,11 @@ class SeldonDialect:
         return found
 
     def models(self, settings: Settings) -> list[ServedModel]:
-        user_class = load_user_class(settings.target)
+        """The component; its parameters are checked before its class is imported, as
+        seldon-core-microservice checks them, so a bad list is MICROSERVICE_BAD_PARAMETER whatever
+        the class name says."""
         parameters = parse_parameters(settings.parameters)
+        user_class = load_user_class(settings.target)
 
         name = served_name(settings)
         batching = batch_settings(settings, name, opt_in=True)
@@ -172,6 +175,11 @@ class SeldonDialect:
 
     def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
         return [grpc.registrar(dataplane, served_name(settings))]
+
+    def metrics_routes(self) -> list[BaseRoute]:
+        """The metrics port is seldon-core's metrics server: the Seldon series alone, at
+        ``PREDICTIVE_UNIT_METRICS_ENDPOINT``; inferd's own stay on the HTTP port's ``/metrics``."""
+        return rest.metrics_routes()
 
     def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
         """A Seldon message on the external predictions route; its ndarray has the declared input's

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from inferd.dialects.seldon.errors import BAD_METADATA, SeldonError
+from inferd.dialects.seldon.unit import split_image
 
 logger = logging.getLogger("inferd.seldon")
 
@@ -24,8 +25,8 @@ KEYS = frozenset({"name", "versions", "platform", "inputs", "outputs", "custom"}
 
 
 def defaults(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    image = environ.get("PREDICTIVE_UNIT_IMAGE", "")
-    name, _, version = image.rpartition(":") if ":" in image else (image, "", "")
+    image = environ.get("PREDICTIVE_UNIT_IMAGE")
+    name, version = ("", "") if image is None else split_image(image)
     return {"name": name, "versions": [version], "platform": "", "inputs": [], "outputs": [], "custom": {}}
 
 

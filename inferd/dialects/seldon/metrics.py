@@ -9,20 +9,24 @@ reads from its environment and ``worker_id``. prometheus_client's multiprocess m
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import Metric
 
 from inferd.dialects.seldon.errors import BAD_METRIC, SeldonError
+from inferd.dialects.seldon.unit import NOT_IMPLEMENTED, NOT_IMPLEMENTED_IMAGE, predictor_version, split_image
+from inferd.protocols import prometheus
 
-NOT_IMPLEMENTED = "NOT_IMPLEMENTED"
 TYPES = ("COUNTER", "GAUGE", "TIMER")
+#: inferd's own kind for the reward sum, not one a user metric can name: a ``<key>_total`` that,
+#: unlike a prometheus_client Counter, can go down (seldon-core summed negative rewards too).
+SUM = "SUM"
 #: ``[0]``, 50 log-spaced bounds from 1 ms to 30 s, then +Inf (added by prometheus_client).
 TIMER_BUCKETS = (0.0, *np.geomspace(0.001, 30, 50).tolist())
 
@@ -33,27 +37,27 @@ ROUTE = "router"
 AGGREGATE = "aggregate"
 FEEDBACK = "feedback"
 HEALTH = "health"
+#: A label every series `CustomMetrics` writes carries (the deployment labels are set last, so no
+#: metric tag replaces them) and none of inferd's own series or the process's does.
+SELDON_LABEL = "seldon_deployment_name"
+FEEDBACK_KEY = "seldon_api_model_feedback"
+REWARD_KEY = "seldon_api_model_feedback_reward"
 
 
 def deployment_labels(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The labels Seldon derives from the operator's environment, ``NOT_IMPLEMENTED`` when unset."""
-    image = environ.get("PREDICTIVE_UNIT_IMAGE", "")
-    image_name, _, image_version = image.rpartition(":") if ":" in image else (image, "", "")
-    try:
-        predictor_version = json.loads(environ.get("PREDICTOR_LABELS", "{}")).get("version")
-    except (ValueError, AttributeError):
-        predictor_version = None
-    deployment = environ.get("SELDON_DEPLOYMENT_ID") or NOT_IMPLEMENTED
+    """The labels seldon-core derives from the operator's environment, ``NOT_IMPLEMENTED`` when unset."""
+    image_name, image_version = split_image(environ.get("PREDICTIVE_UNIT_IMAGE", NOT_IMPLEMENTED_IMAGE))
+    deployment = environ.get("SELDON_DEPLOYMENT_ID", NOT_IMPLEMENTED)
     return {
         "deployment_name": deployment,
-        "model_name": environ.get("PREDICTIVE_UNIT_ID") or NOT_IMPLEMENTED,
-        "model_image": image_name or NOT_IMPLEMENTED,
-        "model_version": image_version or NOT_IMPLEMENTED,
-        "predictor_name": environ.get("PREDICTOR_ID") or NOT_IMPLEMENTED,
-        "predictor_version": predictor_version or NOT_IMPLEMENTED,
+        "model_name": environ.get("PREDICTIVE_UNIT_ID", NOT_IMPLEMENTED),
+        "model_image": image_name,
+        "model_version": image_version,
+        "predictor_name": environ.get("PREDICTOR_ID", NOT_IMPLEMENTED),
+        "predictor_version": predictor_version(environ),
         "seldon_deployment_name": deployment,
-        "image_name": image_name or NOT_IMPLEMENTED,
-        "image_version": image_version or NOT_IMPLEMENTED,
+        "image_name": image_name,
+        "image_version": image_version,
     }
 
 
@@ -73,6 +77,18 @@ def validate(metrics: Any) -> list[dict[str, Any]]:
     return list(metrics)
 
 
+def from_raw(metrics: Any) -> list[dict[str, Any]]:
+    """``meta.metrics`` of a raw method's answer, validated: there a metric without ``type`` is a
+    COUNTER, as seldon-core records it (COUNTER is the protobuf enum's default, so a returned
+    SeldonMessage's COUNTER arrives with no type at all, on REST and gRPC alike)."""
+    if isinstance(metrics, (list, tuple)):
+        metrics = [
+            {**metric, "type": "COUNTER"} if isinstance(metric, dict) and "type" not in metric else metric
+            for metric in metrics
+        ]
+    return validate(metrics)
+
+
 class CustomMetrics:
     """Records validated Seldon metrics into prometheus_client, creating each family on first use."""
 
@@ -80,13 +96,6 @@ class CustomMetrics:
         self.labels = {**(labels or deployment_labels()), "worker_id": str(os.getpid())}
         self._families: dict[str, tuple[str, MetricWrapperBase, tuple[str, ...]]] = {}
         self._lock = threading.Lock()
-        feedback_labels = tuple(self.labels)
-        self._feedback = Counter(
-            "seldon_api_model_feedback", "Seldon feedback requests", feedback_labels
-        ).labels(**self.labels)
-        self._reward = Counter(
-            "seldon_api_model_feedback_reward", "Seldon feedback reward", feedback_labels
-        ).labels(**self.labels)
 
     def record(self, metrics: Sequence[dict[str, Any]], method: str) -> None:
         for metric in metrics:
@@ -101,13 +110,19 @@ class CustomMetrics:
                 child.inc(value)  # type: ignore[attr-defined]
             elif kind == "GAUGE":
                 child.set(value)  # type: ignore[attr-defined]
+            elif kind == SUM:
+                child.inc(value)  # type: ignore[attr-defined]
             else:
                 child.observe(value / 1000)  # type: ignore[attr-defined]
 
     def feedback(self, reward: float) -> None:
-        """Seldon counts feedback with a non-zero reward, and sums the rewards."""
-        self._feedback.inc()
-        self._reward.inc(reward)
+        """Seldon counts feedback with a non-zero reward and sums the rewards, both under the
+        ``feedback`` method; a reward may be negative, so its sum is a `SUM`."""
+        counters = [
+            {"key": FEEDBACK_KEY, "type": "COUNTER", "value": 1},
+            {"key": REWARD_KEY, "type": SUM, "value": reward},
+        ]
+        self.record(counters, FEEDBACK)
 
     def _family(
         self, key: str, kind: str, tags: dict[str, Any]
@@ -134,7 +149,29 @@ def _create(key: str, kind: str, label_names: tuple[str, ...]) -> MetricWrapperB
         return Counter(key, description, label_names)
     if kind == "GAUGE":
         return Gauge(key, description, label_names, multiprocess_mode="mostrecent")
+    if kind == SUM:
+        return Gauge(f"{key}_total", description, label_names, multiprocess_mode="sum")
     return Histogram(key, description, label_names, buckets=TIMER_BUCKETS)
+
+
+class SeldonSeries:
+    """A collector of the Seldon series alone, from every worker: what seldon-core's metrics server
+    served (custom metrics and the feedback counters with their labels), without inferd's own
+    series, the Python process's, or the ``_created`` samples prometheus_client adds."""
+
+    def collect(self) -> Iterator[Metric]:
+        for family in prometheus.registry().collect():
+            created = f"{family.name}_created"
+            samples = [s for s in family.samples if SELDON_LABEL in s.labels and s.name != created]
+            if samples:
+                kept = Metric(family.name, family.documentation, family.type, family.unit)
+                kept.samples = samples
+                yield kept
+
+
+def exposition() -> bytes:
+    """The Prometheus text of the Seldon series (`SeldonSeries`)."""
+    return generate_latest(SeldonSeries())
 
 
 _recorder: CustomMetrics | None = None

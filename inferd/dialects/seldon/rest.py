@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,8 +19,8 @@ from starlette.types import Receive, Scope
 from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InvalidInput, ModelNotReady, PayloadTooLarge
-from inferd.dialects.seldon import openapi
-from inferd.dialects.seldon.component import SeldonModel, environment_flag
+from inferd.dialects.seldon import metrics, openapi
+from inferd.dialects.seldon.component import SeldonModel, environment_flag, http_status
 from inferd.dialects.seldon.errors import INTERNAL_ERROR, SeldonError, as_seldon_error
 from inferd.protocols import asgi, prometheus
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
@@ -148,9 +149,10 @@ def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRo
                 if passthrough and method == "predict":
                     body = await request.body()
                     result = await dataplane.run(name, lambda: unit.call_user(unit.passthrough, body))
-                    ok = True
                     content = result if isinstance(result, (bytes, str)) else dumps(result)
-                    return Response(content, headers=CORS, media_type="application/json")
+                    status = http_status(result)
+                    ok = status < 400
+                    return Response(content, status, headers=CORS, media_type="application/json")
                 message = await read_message(request, limits)
                 reply = await dataplane.run(name, lambda: unit.answer(method, message))
                 ok = reply.status < 400
@@ -199,11 +201,24 @@ def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRo
     table += [
         Route(path, only_get(handler), methods=ANY_METHOD) for paths, handler in plain for path in paths
     ]
-    metrics_path = os.environ.get("PREDICTIVE_UNIT_METRICS_ENDPOINT", "/metrics")
-    if metrics_path != prometheus.PATH:
-        table.append(Route(metrics_path, prometheus.endpoint, methods=["GET"]))
+    if metrics_path() != prometheus.PATH:  # /metrics stays inferd's, with every series
+        table += metrics_routes()
     table.append(FallbackRoute("/{path:path}", not_found, methods=ANY_METHOD))
     return table
+
+
+def metrics_path() -> str:
+    return os.environ.get("PREDICTIVE_UNIT_METRICS_ENDPOINT", prometheus.PATH)
+
+
+def metrics_routes() -> list[BaseRoute]:
+    """seldon-core's metrics server: ``PREDICTIVE_UNIT_METRICS_ENDPOINT`` (``/metrics`` unset)
+    serving the Seldon series alone."""
+    return [Route(metrics_path(), seldon_metrics, methods=["GET"])]
+
+
+async def seldon_metrics(request: Request) -> Response:
+    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 async def not_found(request: Request) -> Response:

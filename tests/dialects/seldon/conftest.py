@@ -50,6 +50,12 @@ def raw_server() -> Iterator[RunningServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def legacy_server() -> Iterator[RunningServer]:
+    with serve("Legacy", "--dialect", "seldon", cwd=COMPONENTS) as server:
+        yield server
+
+
 def client(server: RunningServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.http_url, timeout=30) as http:
         yield http

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import grpc
 import httpx
 import pytest
+from google.protobuf import json_format
 
+from inferd.dialects.seldon._generated import prediction_pb2 as pb
+from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.dialects.seldon.conftest import COMPONENTS
 from tests.servers import RunningServer, serve
 
@@ -75,9 +79,26 @@ def test_route_answers_the_child_index(everything: httpx.Client) -> None:
     )
     assert body.json()["data"] == {"names": ["left", "right"], "ndarray": [[1]]}
     assert body.json()["meta"]["puid"] == "r1"
-    assert "x" not in body.json()["meta"]["tags"]  # route sees no request meta
+    assert "x" not in body.json()["meta"]["tags"]  # the answer carries no request tags
     tensor = everything.post("/route", json={"data": {"tensor": {"shape": [1], "values": [-1]}}}).json()
     assert tensor["data"]["tensor"] == {"shape": [1, 1], "values": [-1]}
+
+
+def test_routers_see_the_request_meta(everything_server: RunningServer, raw: httpx.Client) -> None:
+    """``route(X, names, meta=...)``, ``route(X, names, **kwargs)`` and ``route_raw`` get the request's
+    meta (seldon-core passes it to routers as to predict), over REST and gRPC."""
+    request = {"data": {"ndarray": [[1, 9]]}, "meta": {"puid": "r2", "tags": {"route": 0}}}
+    answer = httpx.post(f"{everything_server.http_url}/route", json=request).json()
+    assert answer["data"]["ndarray"] == [[0]] and "route" not in answer["meta"]["tags"]
+    assert everything_server.grpc_address is not None
+    with grpc.insecure_channel(everything_server.grpc_address) as channel:
+        reply = pb_grpc.RouterStub(channel).Route(json_format.ParseDict(request, pb.SeldonMessage()))
+    assert json_format.MessageToDict(reply)["data"]["ndarray"] == [[0.0]]
+    assert raw.post("/route", json=request).json() == {"data": {"ndarray": [[0]]}}
+    with serve("Router", "--dialect", "seldon", cwd=COMPONENTS) as server:
+        kwargs = httpx.post(f"{server.http_url}/route", json=request).json()
+        assert kwargs["data"]["ndarray"] == [[0]]
+        assert httpx.post(f"{server.http_url}/route", json=NDARRAY).json()["data"]["ndarray"] == [[-1]]
 
 
 def test_route_out_of_range_is_bad_data(everything: httpx.Client) -> None:
@@ -295,22 +316,39 @@ def test_payload_passthrough_hands_the_body_to_predict_raw() -> None:
             assert response.status_code == 200
             assert response.content == b"nosj neve ton"
             assert response.headers["content-type"] == "application/json"
+            accepted = http.post("/predict", content=b"accepted", headers={"content-type": "text/plain"})
+            assert accepted.status_code == 202 and accepted.json() == {"status": {"code": 202}}
             # Only predict passes through; the other routes still decode.
             assert http.post("/transform-input", json=NDARRAY).json()["data"]["ndarray"] == [[10, 20]]
 
 
-def test_legacy_rest_and_grpc_methods_come_first() -> None:
-    import grpc
-    from google.protobuf import json_format
+def test_legacy_rest_and_grpc_methods_come_first(legacy_server: RunningServer) -> None:
+    server = legacy_server
+    body = httpx.post(f"{server.http_url}/predict", json={"strData": "x"}).json()
+    assert body == {"jsonData": {"legacy": "rest", "got": {"strData": "x"}}}
+    assert server.grpc_address is not None
+    with grpc.insecure_channel(server.grpc_address) as channel:
+        reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="y"))
+    assert json_format.MessageToDict(reply) == {"strData": "grpc:y"}
+    assert "predict_rest is deprecated" in server.wait_for_log("predict_rest is deprecated")
 
-    from inferd.dialects.seldon._generated import prediction_pb2 as pb
-    from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
 
-    with serve("Legacy", "--dialect", "seldon", cwd=COMPONENTS) as server:
-        body = httpx.post(f"{server.http_url}/predict", json={"strData": "x"}).json()
-        assert body == {"jsonData": {"legacy": "rest", "got": {"strData": "x"}}}
-        assert server.grpc_address is not None
-        with grpc.insecure_channel(server.grpc_address) as channel:
-            reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="y"))
-        assert json_format.MessageToDict(reply) == {"strData": "grpc:y"}
-        assert "predict_rest is deprecated" in server.wait_for_log("predict_rest is deprecated")
+def test_legacy_predict_answer_status_code_is_the_http_status(legacy_server: RunningServer) -> None:
+    answer = httpx.post(f"{legacy_server.http_url}/api/v1.0/predictions", json={"strData": "accepted"})
+    assert answer.status_code == 202
+    assert answer.json() == {"status": {"code": 202, "info": "queued"}, "strData": "later"}
+
+
+def test_request_path_names_the_unit_as_seldon_core_fills_it() -> None:
+    """``PREDICTIVE_UNIT_IMAGE`` unset: the unit's image is ``NOT_IMPLEMENTED:NOT_IMPLEMENTED``; the
+    request's own requestPath entries win over the unit's."""
+    with serve(
+        "Identity", "--dialect", "seldon", env={"PREDICTIVE_UNIT_ID": "unit-a"}, cwd=COMPONENTS
+    ) as server:
+        with httpx.Client(base_url=server.http_url) as http:
+            body = http.post("/predict", json=NDARRAY).json()
+            assert body["meta"]["requestPath"] == {"unit-a": "NOT_IMPLEMENTED:NOT_IMPLEMENTED"}
+            path = {"unit-a": "from-request", "before": "img:1"}
+            request = {**NDARRAY, "meta": {"requestPath": path}}
+            assert http.post("/predict", json=request).json()["meta"]["requestPath"] == path
+            assert http.get("/metadata").json()["name"] == ""  # metadata reads an unset image as ""

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import re
 
+import grpc
 import httpx
 import pytest
+from google.protobuf import json_format
 
-from tests.dialects.seldon.conftest import COMPONENTS
-from tests.servers import free_port, serve
+from inferd.dialects.seldon._generated import prediction_pb2 as pb
+from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
+from tests.dialects.seldon.conftest import COMPONENTS, DEPLOYMENT_ENV
+from tests.servers import RunningServer, free_port, serve
 
 LABELS = (
     'deployment_name="mydep",image_name="seldonio/everything",image_version="0.3",kind="test",'
@@ -89,7 +93,10 @@ def test_metrics_port_sums_every_worker() -> None:
         for url in (server.metrics_url + "/metrics", server.http_url + "/metrics"):
             text = httpx.get(url).text
             assert total(text, "everything_calls_total", method="predict") == 20
-            assert total(text, "inferd_requests_total", model="everything", protocol="seldon") == 20
+        # inferd's own series on the HTTP port only: the metrics port is Seldon's metrics server.
+        served = httpx.get(server.http_url + "/metrics").text
+        assert total(served, "inferd_requests_total", model="everything", protocol="seldon") == 20
+        assert "inferd_requests_total" not in httpx.get(server.metrics_url + "/metrics").text
 
 
 def test_seldon_port_variables_are_honoured() -> None:
@@ -103,11 +110,64 @@ def test_seldon_port_variables_are_honoured() -> None:
         assert server.http_url.endswith(f":{http_port}")
         assert server.grpc_address is not None and server.grpc_address.endswith(f":{grpc_port}")
         assert server.metrics_url is not None and server.metrics_url.endswith(f":{metrics_port}")
-        assert "inferd_requests_total" in httpx.get(f"{server.metrics_url}/metrics").text
+        assert httpx.get(f"{server.metrics_url}/metrics").status_code == 200
         assert httpx.get(f"{server.http_url}/health/ping").text == "pong"
+
+
+def test_metrics_port_is_seldons_metrics_server() -> None:
+    """The operator's PREDICTIVE_UNIT_METRICS_SERVICE_PORT and PREDICTIVE_UNIT_METRICS_ENDPOINT: that
+    path on that port serves the Seldon series alone (custom metrics, feedback counters, their labels),
+    as seldon-core's metrics server did; inferd's and the process's series stay on the HTTP port."""
+    env = {**DEPLOYMENT_ENV, "PREDICTIVE_UNIT_METRICS_SERVICE_PORT": "0"}
+    with serve("Everything", "--dialect", "seldon", env=env, cwd=COMPONENTS) as server:
+        assert server.metrics_url is not None
+        with httpx.Client(base_url=server.http_url) as http:
+            assert http.post("/predict", json={"data": {"ndarray": [[1]]}}).status_code == 200
+            assert http.post("/send-feedback", json={"reward": 2}).status_code == 200
+            http_metrics = http.get("/metrics").text
+        seldon = httpx.get(f"{server.metrics_url}/prometheus")
+        assert seldon.status_code == 200 and seldon.headers["content-type"].startswith("text/plain")
+        assert httpx.get(f"{server.metrics_url}/metrics").status_code == 404
+        families = set(re.findall(r"^# TYPE (\S+) ", seldon.text, re.MULTILINE))
+        assert families == {
+            "everything_calls_total",
+            "everything_gauge",
+            "everything_timer",
+            "seldon_api_model_feedback_total",
+            "seldon_api_model_feedback_reward_total",
+        }
+        assert "_created" not in seldon.text
+        assert total(seldon.text, "everything_calls_total", method="predict", model_name="classifier") == 1
+        assert total(seldon.text, "seldon_api_model_feedback_reward_total", method="feedback") == 2
+        for own in ("inferd_requests_total", "process_cpu_seconds_total", "python_gc_objects_collected"):
+            assert own in http_metrics and own not in seldon.text
+        assert "everything_calls_total{" in http_metrics
 
 
 def test_options_win_over_seldon_variables() -> None:
     env = {"PREDICTIVE_UNIT_HTTP_SERVICE_PORT": str(free_port())}
     with serve("Identity", "--dialect", "seldon", env=env, cwd=COMPONENTS) as server:
         assert not server.http_url.endswith(f":{env['PREDICTIVE_UNIT_HTTP_SERVICE_PORT']}")
+
+
+def test_raw_metric_without_type_is_a_counter(raw_server: RunningServer) -> None:
+    """seldon-core records a raw answer's metric without ``type`` as a COUNTER: over gRPC a
+    SeldonMessage's COUNTER never has one (the protobuf enum's default)."""
+    assert raw_server.grpc_address is not None
+    metrics_url = f"{raw_server.http_url}/metrics"
+    before = httpx.get(metrics_url).text
+    with httpx.Client(base_url=raw_server.http_url) as http:
+        for _ in range(2):
+            answer = http.post("/predict", json={"strData": "untyped"})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["meta"]["metrics"] == [{"key": "raw_untyped", "value": 4}]
+    with grpc.insecure_channel(raw_server.grpc_address) as channel:
+        reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="x"))
+    assert json_format.MessageToDict(reply) == {
+        "strData": "raw grpc",
+        "meta": {"metrics": [{"key": "raw_grpc_counter", "value": 3.0}]},
+    }
+    after = httpx.get(metrics_url).text
+    assert total(after, "raw_untyped_total") == total(before, "raw_untyped_total") + 8
+    grpc_counter = "raw_grpc_counter_total"
+    assert total(after, grpc_counter, method="predict") == total(before, grpc_counter) + 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +12,18 @@ import httpx
 import pytest
 
 from tests.dialects.seldon.conftest import COMPONENTS
-from tests.servers import inferd_command, serve
+from tests.servers import inferd_command, serve, with_this_tree
 
 #: seldon-core 1.18.2 installed by `make test` beside the virtualenv (its pins do not fit inferd's).
 SELDON_CORE = Path(sys.prefix) / "seldon-core"
+
+
+def start(target: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``inferd serve TARGET --dialect seldon ARGS`` from the components' folder, with this checkout's
+    inferd, for a start that is expected to fail."""
+    command = inferd_command("serve", target, "--dialect", "seldon", *args)
+    environ = with_this_tree({**os.environ, **(env or {})})
+    return subprocess.run(command, cwd=COMPONENTS, capture_output=True, text=True, timeout=60, env=environ)
 
 
 @pytest.mark.parametrize(
@@ -77,15 +86,22 @@ def test_v2_errors_from_seldon_exceptions_are_client_errors() -> None:
     ],
 )
 def test_bad_parameters_stop_startup(parameters: str, message: str) -> None:
-    command = inferd_command("serve", "Everything", "--dialect", "seldon", "--parameters", parameters)
-    done = subprocess.run(command, cwd=COMPONENTS, capture_output=True, text=True, timeout=60)
+    done = start("Everything", "--parameters", parameters)
     assert done.returncode == 2
     assert "MICROSERVICE_BAD_PARAMETER" in done.stderr and message in done.stderr
 
 
+def test_bad_parameters_are_reported_before_a_wrong_class_name() -> None:
+    """seldon-core-microservice parses the parameters before it imports the class."""
+    bad = '[{"name": "factor", "value": "x", "type": "INT"}]'
+    for extra, env in ((("--parameters", bad), {}), ((), {"PREDICTIVE_UNIT_PARAMETERS": bad})):
+        done = start("NoSuchModel", *extra, env=env)
+        assert done.returncode == 2
+        assert "MICROSERVICE_BAD_PARAMETER" in done.stderr and "NoSuchModel" not in done.stderr
+
+
 def test_unknown_class_is_a_clear_error() -> None:
-    command = inferd_command("serve", "NoSuchModel", "--dialect", "seldon")
-    done = subprocess.run(command, cwd=COMPONENTS, capture_output=True, text=True, timeout=60)
+    done = start("NoSuchModel")
     assert done.returncode == 2
     assert "no module named 'NoSuchModel'" in done.stderr
 

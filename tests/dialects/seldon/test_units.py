@@ -11,6 +11,7 @@ from inferd.core.errors import TargetError
 from inferd.dialects.seldon import metadata, metrics, payload
 from inferd.dialects.seldon.errors import SeldonError
 from inferd.dialects.seldon.loader import class_target, parse_parameters
+from inferd.dialects.seldon.unit import Unit
 
 
 @pytest.mark.parametrize(
@@ -155,3 +156,15 @@ def test_deployment_labels() -> None:
     assert labels["image_version"] == labels["model_version"] == "3"
     assert labels["predictor_version"] == "v2" and labels["model_name"] == "u"
     assert labels["deployment_name"] == "NOT_IMPLEMENTED"
+
+
+def test_unit_defaults_are_seldon_cores() -> None:
+    labels = metrics.deployment_labels({})
+    assert set(labels.values()) == {"NOT_IMPLEMENTED"}
+    untagged = metrics.deployment_labels({"PREDICTIVE_UNIT_IMAGE": "model", "PREDICTIVE_UNIT_ID": ""})
+    assert (untagged["model_image"], untagged["model_version"], untagged["model_name"]) == ("", "model", "")
+    assert metadata.build(None, {"PREDICTIVE_UNIT_IMAGE": "model"})["versions"] == ["model"]
+    assert Unit.from_environment({}) == Unit(None, "NOT_IMPLEMENTED:NOT_IMPLEMENTED")
+    assert (Unit(None).request_path(), Unit(None).routing_key) == ({}, "0")
+    assert Unit("NOT_IMPLEMENTED").request_path() == {}
+    assert Unit("u", "img:1").request_path() == {"u": "img:1"} and Unit("u").routing_key == "u"
