@@ -5,6 +5,7 @@ raised its open files limit so that it can hold them."""
 
 from __future__ import annotations
 
+import json
 import resource
 import socket
 import time
@@ -58,6 +59,14 @@ def read_until_closed(sock: socket.socket) -> tuple[bytes, float]:
     while chunk := sock.recv(65536):
         received += chunk
     return received, time.monotonic() - started
+
+
+def read_answers(sock: socket.socket, count: int) -> bytes:
+    """What the server sends until ``count`` answers began (or it closes the connection)."""
+    received = b""
+    while received.count(b"HTTP/1.1 ") < count and (chunk := sock.recv(65536)):
+        received += chunk
+    return received
 
 
 def healthy(server: RunningServer) -> bool:
@@ -135,3 +144,19 @@ def test_the_server_raised_its_open_files_limit_to_the_hard_limit(server: Runnin
     line = next(line for line in limits.splitlines() if line.startswith("Max open files"))
     soft, hard = line.split()[3:5]
     assert soft == hard, line
+
+
+def test_a_large_body_sent_with_its_head_is_not_counted_as_head(server: RunningServer) -> None:
+    """Head, a body four times the head limit and a second request, sent in one go: only heads count."""
+    tensor = {"name": "seconds", "shape": [1], "datatype": "FP32", "data": [0]}
+    body = json.dumps({"inputs": [tensor], "parameters": {"padding": "x" * (4 * MAX_HEADER_SIZE)}}).encode()
+    head = f"POST /v2/models/sleepy/infer HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n\r\n"
+    with connect(server) as sock:
+        sock.sendall(head.encode() + body + REQUEST)
+        assert read_answers(sock, 2).count(b"HTTP/1.1 200 ") == 2
+
+
+def test_pipelined_requests_are_answered_in_order(server: RunningServer) -> None:
+    with connect(server) as sock:
+        sock.sendall(REQUEST * 3)
+        assert read_answers(sock, 3).count(b"HTTP/1.1 200 ") == 3
