@@ -113,8 +113,9 @@ class Settings(BaseSettings):
     (nginx ``keepalive_timeout`` in its ``upstream`` block)."""
 
     max_connections: int = Field(1000, ge=1)
-    """Open HTTP connections each server process (worker) keeps; a request on a connection opened
-    past the limit gets 503 with ``Retry-After`` and the connection is closed. Each process raises
+    """Open HTTP connections each server process (worker) keeps. A connection opened past the limit
+    closes the one idle the longest (it sent nothing yet, or waits between requests); when none is
+    idle, its request gets 503 with ``Retry-After`` and it is closed. Each process raises
     its soft open files limit to the hard one at start-up, and lowers this, with a warning, when that
     limit cannot hold so many connections besides the server's own files."""
 

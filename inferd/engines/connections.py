@@ -9,8 +9,10 @@ answers a plain-text 503. This subclass adds, per connection:
   connection's opening or of the head's first byte; a partial head gets 408, nothing at all a close;
 - a **header size limit**: bytes are fed to the parser only up to ``max_header_size`` while a head is
   incomplete; one byte more gets 431, so an oversized head never costs more than the limit;
-- a **connection limit**: a request on a connection opened while ``max_connections`` others were
-  open gets inferd's JSON 503 with ``Retry-After``, and the connection is closed.
+- a **connection limit**: a connection opened while ``max_connections`` others are open makes room
+  by closing the one idle the longest (sent nothing yet, or waits between requests), as a keep-alive
+  timeout would have later: idle sockets cannot lock real clients out. When none is idle, the new
+  connection's request gets inferd's JSON 503 with ``Retry-After``, and the connection is closed.
 
 A refusal before the app runs (408, 431) is written here, from the status table like every other
 error, then the server stops sending and drops what the client still sends for ``LINGER_SECONDS``:
@@ -63,15 +65,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.head_timer: asyncio.TimerHandle | None = None
         self.linger_timer: asyncio.TimerHandle | None = None
         self.over_limit = False
+        self.idle_since = self.loop.time()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Counted once it joins the server's connections (uvloop's transports are ``Transport`` in
         all but name, so uvicorn's annotation is narrower than what the loop passes)."""
         super().connection_made(cast(asyncio.Transport, transport))
-        limit = self.limits.max_connections
-        self.over_limit = len(self.connections) > limit
-        if len(self.connections) == limit + 1:
-            logger.warning("%d HTTP connections are open: more are answered 503", limit)
+        if len(self.connections) > self.limits.max_connections:
+            self.over_limit = not self.make_room()
         self.arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -123,7 +124,36 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_complete()
         self.in_head, self.head_started, self.head_bytes, self.message_ended = True, False, 0, True
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self.idle_since = self.loop.time()
+
     # Limits
+    def make_room(self) -> bool:
+        """Close the connection idle the longest if the others fill the limit; False when they do and
+        none of them is idle (this one is then past the limit)."""
+        others = [
+            other
+            for other in self.connections
+            if other is not self
+            and isinstance(other, LimitedHttpToolsProtocol)
+            and not other.transport.is_closing()
+        ]
+        if len(others) < self.limits.max_connections:
+            return True
+        idle = [other for other in others if other.idle()]
+        if len(others) - min(1, len(idle)) >= self.limits.max_connections:
+            logger.warning("%d HTTP connections are open and busy: a new one is answered 503", len(others))
+            return False
+        idlest = min(idle, key=lambda other: other.idle_since)
+        logger.debug("%d HTTP connections are open: %s, idle the longest, closed", len(others), idlest.peer())
+        idlest.transport.close()
+        return True
+
+    def idle(self) -> bool:
+        """Nothing of a request received, nothing being answered: closing loses nothing."""
+        return self.in_head and not self.head_started and not self.refused and not self.answering()
+
     def overloaded(self) -> ASGIApp:
         """The answer of a request on a connection past the limit, closing it."""
         limit = self.limits.max_connections

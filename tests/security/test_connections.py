@@ -69,6 +69,18 @@ def read_answers(sock: socket.socket, count: int) -> bytes:
     return received
 
 
+def is_closed(sock: socket.socket) -> bool:
+    """Whether the server closed ``sock`` (without sending anything), asked without waiting."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    finally:
+        sock.settimeout(timeout)
+
+
 def healthy(server: RunningServer) -> bool:
     return httpx.get(f"{server.http_url}/v2/health/live", timeout=10).status_code == 200
 
@@ -105,17 +117,37 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(se
     assert KEEP_ALIVE_TIMEOUT - 0.2 < took < KEEP_ALIVE_TIMEOUT + 2
 
 
-def test_a_connection_past_the_limit_gets_503_and_requests_work_again_after(server: RunningServer) -> None:
+def test_idle_connections_make_room_for_a_new_one_past_the_limit(server: RunningServer) -> None:
+    """Idle sockets filling the limit (the issue's 1,100 idle connections) cannot lock clients out:
+    the one idle the longest is closed for the newcomer, the others stay."""
+    time.sleep(0.2)  # the server has seen the earlier tests' connections close
     with ExitStack() as held:
         idle = [held.enter_context(connect(server)) for _ in range(MAX_CONNECTIONS)]
+        assert healthy(server)
+        time.sleep(0.1)
+        closed = [sock for sock in idle if is_closed(sock)]
+        assert len(closed) == 1
+        for sock in set(idle) - set(closed):  # the others are still served
+            sock.sendall(REQUEST)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_connection_past_the_limit_of_busy_ones_gets_503(server: RunningServer) -> None:
+    """When every connection is in the middle of a request, a new one is answered 503, and requests
+    work again once they are done."""
+    with ExitStack() as held:
+        busy = [held.enter_context(connect(server)) for _ in range(MAX_CONNECTIONS)]
+        for sock in busy:
+            sock.sendall(REQUEST[:20])
+        time.sleep(0.2)
         with connect(server) as extra:
             extra.sendall(REQUEST)
             received, _ = read_until_closed(extra)
         assert received.startswith(b"HTTP/1.1 503 "), received
         assert b"retry-after: 1" in received.lower()
-        assert b"connections open" in received
-        for sock in idle:  # the connections within the limit are served
-            sock.sendall(REQUEST)
+        assert b'{"error":"the server has 4 connections open; retry later"}' in received
+        for sock in busy:  # the connections within the limit are served
+            sock.sendall(REQUEST[20:])
             assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
     deadline = time.monotonic() + 5
     while not healthy(server):  # the server notices the closed connections a moment later
