@@ -89,6 +89,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         self.arm_head_timer()
         budget = max(0, self.limits.max_header_size - self.head_bytes)
+        if len(data) <= budget:  # the usual case: no copy
+            self.feed(data)
+            return
         head, rest = data[:budget], data[budget:]
         ended = self.feed(head) if head else False
         if not rest or self.refused or self.transport.is_closing():
