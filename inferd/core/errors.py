@@ -19,6 +19,14 @@ class PayloadTooLarge(InvalidInput):
     """The request body is larger than the configured limit."""
 
 
+class HeadersTooLarge(InvalidInput):
+    """The request line and headers are larger than the configured limit."""
+
+
+class ClientTimeout(InvalidInput):
+    """The client did not send its request's headers in time (a slow or stalled client)."""
+
+
 class ModelNotFound(InferdError):
     """No model (or version) of that name is registered."""
 

@@ -99,6 +99,30 @@ class Settings(BaseSettings):
     checked while it inflates. It bounds received gRPC messages too, unless ``grpc_max_message_size``
     is set."""
 
+    max_header_size: int = Field(64 * 1024, ge=1)
+    """Largest request head (request line and headers) in bytes; a larger one gets 431 and the
+    connection is closed. It is counted as the bytes arrive, so an oversized head costs at most
+    this much memory. (This and the next three: HTTP of the ``local`` engine, the metrics port
+    included; on Ray its proxy holds the connections.)"""
+
+    header_timeout: float = Field(30.0, gt=0)
+    """Seconds a client has to send a request's head (request line and headers), counted from the
+    connection's opening, or on a kept-alive connection from the next request's first byte; a client
+    that sent part of a head gets 408, one that sent nothing is disconnected. Frees the connections
+    of stalled and slow ("slowloris") clients."""
+
+    keep_alive_timeout: int = Field(30, ge=1)
+    """Whole seconds an HTTP connection may stay idle after an answer before the server closes it. A
+    reverse proxy or load balancer reusing connections to inferd should give up on idle ones sooner
+    (nginx ``keepalive_timeout`` in its ``upstream`` block)."""
+
+    max_connections: int = Field(1000, ge=1)
+    """Open HTTP connections each server process (worker) keeps. A connection opened past the limit
+    closes the one idle the longest (it sent nothing yet, or waits between requests); when none is
+    idle, its request gets 503 with ``Retry-After`` and it is closed. Each process raises
+    its soft open files limit to the hard one at start-up, and lowers this, with a warning, when that
+    limit cannot hold so many connections besides the server's own files."""
+
     auth_tokens: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     """Bearer tokens a client must send (``Authorization: Bearer <token>``) on every HTTP route and gRPC
     method but health and readiness; empty serves without authentication. ``--auth-token`` (repeatable)

@@ -21,6 +21,8 @@ from starlette.types import ASGIApp
 
 from inferd.core.errors import ListenError
 from inferd.core.settings import Settings
+from inferd.engines.connections import ConnectionLimits, limited_protocol
+from inferd.engines.open_files import connection_budget, raise_open_files_limit
 from inferd.engines.sockets import bind_http, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app
 from inferd.server.grpc import create_grpc_server
@@ -67,10 +69,12 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(coroutine)
 
 
-def uvicorn_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
+def uvicorn_config(settings: Settings, app: ASGIApp, max_connections: int) -> uvicorn.Config:
+    """uvicorn on httptools with inferd's connection limits (`inferd.engines.connections`)."""
+    limits = ConnectionLimits(settings.header_timeout, settings.max_header_size, max_connections)
     return uvicorn.Config(
         app,
-        http="httptools",
+        http=limited_protocol(limits),
         ws="none",  # no WebSocket routes: and not importing a WebSocket library saves memory
         loop="none",
         lifespan="off",
@@ -79,7 +83,7 @@ def uvicorn_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
         server_header=False,
         proxy_headers=False,
         timeout_graceful_shutdown=int(settings.graceful_timeout),
-        timeout_keep_alive=30,
+        timeout_keep_alive=settings.keep_alive_timeout,
     )
 
 
@@ -141,6 +145,7 @@ async def serve(
     backend: Backend | None = None,
 ) -> None:
     """Load the models, serve until a signal arrives, then drain and unload."""
+    max_connections = connection_budget(settings.max_connections, raise_open_files_limit())
     backend = backend or LocalBackend(runtime or build_runtime(settings))
     try:
         names, grpc_port = await backend.start()
@@ -149,12 +154,12 @@ async def serve(
         except ListenError:
             await backend.drain(0)  # gRPC already runs: stop it before telling why HTTP cannot
             raise
-        http = _Server(uvicorn_config(settings, backend.app()))
+        http = _Server(uvicorn_config(settings, backend.app(), max_connections))
         metrics_server, metrics_port = None, None
         if settings.metrics_port is not None:
             metrics_sock = metrics_socket or bind_http(settings.host, settings.metrics_port)
             metrics_server, metrics_port = (
-                _Server(uvicorn_config(settings, create_metrics_app(settings))),
+                _Server(uvicorn_config(settings, create_metrics_app(settings), max_connections)),
                 port_of(metrics_sock),
             )
             metrics_task = asyncio.create_task(metrics_server.serve(sockets=[metrics_sock]))

@@ -22,6 +22,8 @@ class Status:
 
 STATUSES: dict[type[BaseException], Status] = {
     errors.PayloadTooLarge: Status(413, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    errors.HeadersTooLarge: Status(431, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    errors.ClientTimeout: Status(408, grpc.StatusCode.DEADLINE_EXCEEDED),
     errors.InvalidInput: Status(400, grpc.StatusCode.INVALID_ARGUMENT),
     errors.ModelNotFound: Status(404, grpc.StatusCode.NOT_FOUND),
     errors.ModelNotReady: Status(503, grpc.StatusCode.UNAVAILABLE),
