@@ -359,7 +359,7 @@ class SeldonModel(Model):
                 return False, None
             raise
         if isinstance(result, dict) and isinstance(result.get("meta"), dict) and "metrics" in result["meta"]:
-            self.recorder.record(metrics.from_raw(result["meta"]["metrics"]), label)
+            self.recorder.record(metrics.validate(result["meta"]["metrics"]), label)
             if not self.include_metrics:
                 result = {**result, "meta": {k: v for k, v in result["meta"].items() if k != "metrics"}}
         return True, result

@@ -62,8 +62,17 @@ def deployment_labels(environ: Mapping[str, str] = os.environ) -> dict[str, str]
 
 
 def validate(metrics: Any) -> list[dict[str, Any]]:
-    """``metrics`` if it is a list of ``{key, type, value[, tags]}``; else 500 BAD_METRIC, as Seldon."""
-    valid = isinstance(metrics, (list, tuple)) and all(
+    """``metrics`` if it is a list of ``{key, [type,] value[, tags]}``; else 500 BAD_METRIC, as Seldon.
+
+    A metric without ``type`` is a COUNTER, from raw and high-level methods alike: COUNTER is the
+    protobuf enum's default, so a SeldonMessage's COUNTER arrives with no type at all, on REST and gRPC.
+    """
+    if isinstance(metrics, (list, tuple)):
+        metrics = [
+            {**metric, "type": "COUNTER"} if isinstance(metric, dict) and "type" not in metric else metric
+            for metric in metrics
+        ]
+    valid = isinstance(metrics, list) and all(
         isinstance(metric, dict)
         and isinstance(metric.get("key"), str)
         and metric.get("type") in TYPES
@@ -75,18 +84,6 @@ def validate(metrics: Any) -> list[dict[str, Any]]:
     if not valid:
         raise SeldonError(f"Bad metric created during request: {metrics!r}", 500, BAD_METRIC)
     return list(metrics)
-
-
-def from_raw(metrics: Any) -> list[dict[str, Any]]:
-    """``meta.metrics`` of a raw method's answer, validated: there a metric without ``type`` is a
-    COUNTER, as seldon-core records it (COUNTER is the protobuf enum's default, so a returned
-    SeldonMessage's COUNTER arrives with no type at all, on REST and gRPC alike)."""
-    if isinstance(metrics, (list, tuple)):
-        metrics = [
-            {**metric, "type": "COUNTER"} if isinstance(metric, dict) and "type" not in metric else metric
-            for metric in metrics
-        ]
-    return validate(metrics)
 
 
 class CustomMetrics:

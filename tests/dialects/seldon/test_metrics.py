@@ -69,6 +69,21 @@ def test_bad_metric_is_500(everything: httpx.Client) -> None:
     assert everything.post("/predict", json={"strData": "x"}).status_code == 200
 
 
+def test_high_level_metric_without_type_is_a_counter(everything_server: RunningServer) -> None:
+    """A high-level answer's metric without ``type`` counts as a COUNTER too, over REST and gRPC."""
+    assert everything_server.grpc_address is not None
+    metrics_url = f"{everything_server.http_url}/metrics"
+    before = total(httpx.get(metrics_url).text, "high_untyped_total", method="predict")
+    answer = httpx.post(f"{everything_server.http_url}/predict", json={"strData": "untyped"})
+    assert answer.status_code == 200, answer.text
+    assert {"key": "high_untyped", "type": "COUNTER", "value": 2} in answer.json()["meta"]["metrics"]
+    with grpc.insecure_channel(everything_server.grpc_address) as channel:
+        reply = pb_grpc.ModelStub(channel).Predict(pb.SeldonMessage(strData="untyped"))
+    assert {"key": "high_untyped", "value": 2.0} in json_format.MessageToDict(reply.meta)["metrics"]
+    after = total(httpx.get(metrics_url).text, "high_untyped_total", method="predict")
+    assert after == before + 4
+
+
 def test_feedback_counts_rewards(everything: httpx.Client) -> None:
     text = everything.get("/metrics").text
     count, rewards = (

@@ -51,7 +51,9 @@ class Everything:
         if word == "meta":
             return {"meta": self.seen_meta}
         if word == "bad metric":
-            return SeldonResponse(word, metrics=[{"key": "no_type", "value": 1}])
+            return SeldonResponse(word, metrics=[{"key": "no_value", "type": "GAUGE"}])
+        if word == "untyped":
+            return SeldonResponse(word, metrics=[{"key": "high_untyped", "value": 2}])
         if word == "timer":
             return SeldonResponse(word, metrics=[{"type": "TIMER", "key": "runtime_timer", "value": 1500}])
         return word
