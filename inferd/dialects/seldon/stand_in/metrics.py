@@ -61,8 +61,13 @@ def create_timer(key: str, value: float) -> dict[str, Any]:
 
 
 def validate_metrics(metrics_list: Any) -> bool:
-    """Whether the server records ``metrics_list`` (a list of ``{key, type, value[, tags]}``) rather
-    than answering 500 ``MICROSERVICE_BAD_METRIC``."""
+    """Whether ``metrics_list`` is a list of ``{key, type, value[, tags]}`` the server records.
+
+    Stricter than the server by one rule, as seldon-core's helper is: ``type`` must be written out,
+    though the server counts a metric without one as a COUNTER (the protobuf enum's default).
+    """
+    if isinstance(metrics_list, list) and any(isinstance(m, dict) and "type" not in m for m in metrics_list):
+        return False
     try:
         metrics.validate(metrics_list)
     except SeldonError:
