@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerate the gRPC code inferd serves from the .proto files kept in the repository:
 #   inferd/protocols/v2/proto/        → inferd/protocols/v2/_generated/        (V2, package `inference`)
-#   inferd/dialects/seldon/proto/     → inferd/dialects/seldon/_generated/     (Seldon, `seldon.protos`)
+#   inferd/protocols/seldon/proto/    → inferd/protocols/seldon/_generated/    (Seldon, `seldon.protos`)
 #
 #   sh scripts/generate_protos.sh            (or: make protos)
 #
@@ -83,5 +83,5 @@ PY
 }
 
 generate inferd/protocols/v2/proto inferd/protocols/v2/_generated grpc_predict_v2.proto
-generate inferd/dialects/seldon/proto inferd/dialects/seldon/_generated tensorflow_tensor.proto prediction.proto
+generate inferd/protocols/seldon/proto inferd/protocols/seldon/_generated tensorflow_tensor.proto prediction.proto
 echo "generated with grpcio-tools $GRPCIO_TOOLS_VERSION"

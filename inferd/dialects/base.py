@@ -5,15 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
+from inferd.core.model import PredictInThread
 from inferd.core.registry import ModelFactory
 from inferd.core.settings import Settings
 from inferd.core.types import TensorSpec
+
+if TYPE_CHECKING:  # only its type: a dialect that is not Seldon's does not load Seldon's codec
+    from inferd.protocols.seldon.component import Component
 
 #: A platform's environment variable → (the inferd setting it gives, how to read its text).
 EnvironmentTable = Mapping[str, tuple[str, Callable[[str], Any]]]
@@ -82,6 +86,23 @@ class ServesMetrics(Protocol):
 
     def metrics_routes(self) -> list[BaseRoute]:
         """The routes of the metrics port."""
+
+
+@runtime_checkable
+class BuildsSeldonComponents(Protocol):
+    """A dialect whose user classes are Seldon components (Seldon's): a graph runs them as nodes in its
+    own process through this, without importing the dialect."""
+
+    def seldon_component(
+        self,
+        target: str,
+        parameters: dict[str, Any],
+        service_type: str,
+        predict_in_thread: PredictInThread,
+        unit: tuple[str, str],
+    ) -> Callable[[], Component]:
+        """How to build the component class ``target`` names, as the unit (id, image) of a graph; the
+        class is imported now, so a bad target fails before anything is served."""
 
 
 class Dialect(Protocol):

@@ -121,8 +121,8 @@ def test_isolation_serves_a_dialects_own_routes_and_grpc() -> None:
     import grpc
     from google.protobuf import json_format
 
-    from inferd.dialects.seldon._generated import prediction_pb2 as pb
-    from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
+    from inferd.protocols.seldon._generated import prediction_pb2 as pb
+    from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
     from tests.dialects.seldon.conftest import COMPONENTS
 
     document = {"data": {"ndarray": [[1.0, 2.0]]}}

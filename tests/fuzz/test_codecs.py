@@ -15,9 +15,9 @@ from inferd.core.errors import InferdError, InvalidInput
 from inferd.core.types import DTYPES, InferenceRequest, InferenceResponse
 from inferd.dialects.abeja.exceptions import InvalidInput as AbejaInvalidInput
 from inferd.dialects.abeja.request import parse_multipart
-from inferd.dialects.seldon import payload
-from inferd.dialects.seldon.errors import SeldonError
 from inferd.protocols.forms import UploadLimits
+from inferd.protocols.seldon import payload
+from inferd.protocols.seldon.errors import SeldonError
 from inferd.protocols.v2 import codecs
 from inferd.protocols.v2.http_codec import decode_request, encode_response
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from inferd.dialects.seldon._generated import prediction_pb2 as seldon_pb
-from inferd.dialects.seldon._generated import prediction_pb2_grpc as seldon_grpc
+from inferd.protocols.seldon._generated import prediction_pb2 as seldon_pb
+from inferd.protocols.seldon._generated import prediction_pb2_grpc as seldon_grpc
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 from tests.security.conftest import TOKENS, Secured, bearer

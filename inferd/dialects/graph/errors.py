@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from inferd.core.errors import InferdError, InvalidInput, Unavailable
-from inferd.dialects.seldon.errors import INTERNAL_ERROR, SeldonError, as_seldon_error
+from inferd.protocols.seldon.errors import INTERNAL_ERROR, SeldonError, as_seldon_error
 
 UNAVAILABLE = 503
 

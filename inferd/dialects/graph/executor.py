@@ -24,7 +24,7 @@ from inferd.core import metrics
 from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.nodes import Node, SeldonNode, as_message
 from inferd.dialects.graph.spec import NodeSpec
-from inferd.dialects.seldon.payload import Decoded
+from inferd.protocols.seldon.payload import Decoded
 
 ALL, STOP = -1, -2
 Routing = dict[str, int]

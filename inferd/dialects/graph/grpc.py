@@ -16,11 +16,9 @@ from inferd.core.dataplane import DataPlane
 from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.metadata import graph_metadata
 from inferd.dialects.graph.model import GraphModel, served_graph
-from inferd.dialects.seldon._generated import prediction_pb2 as pb
-from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
-from inferd.dialects.seldon.grpc import Context, abort, counted_call
-
-PROTOCOL = "seldon-grpc"
+from inferd.protocols.seldon._generated import prediction_pb2 as pb
+from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
+from inferd.protocols.seldon.grpc import PROTOCOL, Context, abort, counted_call
 
 
 def registrar(dataplane: DataPlane, name: str) -> Callable[[grpc.aio.Server], None]:

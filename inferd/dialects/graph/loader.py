@@ -12,11 +12,11 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.importer import split_target
 from inferd.core.model import Model
 from inferd.core.settings import Settings
+from inferd.dialects import get_dialect
 from inferd.dialects.base import ServedModel, TryForm
 from inferd.dialects.graph import grpc, rest, spec
 from inferd.dialects.graph.model import GraphModel
 from inferd.dialects.graph.nodes import NodeFactory, factories
-from inferd.dialects.seldon.loader import dialect as seldon_dialect
 from inferd.protocols.forms import UploadLimits
 
 
@@ -56,7 +56,7 @@ class GraphDialect:
 
     def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
         """A Seldon message on the graph's external predictions route, as for one component."""
-        return seldon_dialect.try_form(name, dataplane, settings)
+        return get_dialect("seldon").try_form(name, dataplane, settings)
 
 
 dialect = GraphDialect()

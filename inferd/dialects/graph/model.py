@@ -14,8 +14,7 @@ from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.executor import Executor, Step
 from inferd.dialects.graph.nodes import Node, NodeFactory, as_text
 from inferd.dialects.graph.spec import GraphSpec
-from inferd.dialects.seldon import payload
-from inferd.dialects.seldon.component import OUTPUT
+from inferd.protocols.seldon import payload
 
 
 class GraphModel(Model):
@@ -53,7 +52,7 @@ class GraphModel(Model):
             body = await self.executor.predict({"data": {"ndarray": array.tolist()}})
         except NodeError as exc:
             raise exc.as_inferd_error() from exc
-        return {OUTPUT: payload.as_output(body)}
+        return {payload.OUTPUT: payload.as_output(body)}
 
 
 def served_graph(dataplane: DataPlane, name: str) -> GraphModel:

@@ -2,8 +2,9 @@
 the method is a Seldon one (predict, transform_input, transform_output, route, aggregate,
 send_feedback) and messages are SeldonMessage JSON values.
 
-- `SeldonNode`: a Seldon component loaded here, answered by the Seldon dialect's own `SeldonModel`
-  (the same code as ``inferd serve X --dialect seldon``).
+- `SeldonNode`: a Seldon component loaded here, answered by the Seldon dialect's own code (the same
+  as ``inferd serve X --dialect seldon``), which it builds through the dialect registry
+  (`BuildsSeldonComponents`).
 - `ModelNode`: a model of any other dialect (a native `inferd.Model`, a Cortex API, ...): the
   message's data goes in as its one input tensor, its first output comes back as the message's data.
 - `BuiltinNode`: Seldon's built-in RANDOM_ABTEST and SIMPLE_ROUTER routers and AVERAGE_COMBINER.
@@ -38,24 +39,15 @@ from inferd.core.model import Model, resolve
 from inferd.core.settings import Settings
 from inferd.core.types import DTYPES, InferenceRequest
 from inferd.dialects import get_dialect, resolve_dialect
+from inferd.dialects.base import BuildsSeldonComponents
 from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.spec import GraphSpec, NodeSpec
-from inferd.dialects.seldon import payload
-from inferd.dialects.seldon._generated import prediction_pb2 as pb
-from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
-from inferd.dialects.seldon.component import SeldonModel
-from inferd.dialects.seldon.errors import GRPC_CODES, SeldonError
-from inferd.dialects.seldon.loader import load_user_class
+from inferd.protocols.seldon import methods, payload
+from inferd.protocols.seldon._generated import prediction_pb2 as pb
+from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
+from inferd.protocols.seldon.component import Component
+from inferd.protocols.seldon.errors import GRPC_CODES, SeldonError
 
-#: Seldon's microservice REST path of each method.
-PATHS = {
-    "predict": "/predict",
-    "transform_input": "/transform-input",
-    "transform_output": "/transform-output",
-    "route": "/route",
-    "aggregate": "/aggregate",
-    "send_feedback": "/send-feedback",
-}
 #: The methods a model of another dialect answers: its predict, whatever the node does with it.
 MODEL_METHODS = ("predict", "transform_input", "transform_output")
 HTTP_STATUSES = {code: status for status, code in GRPC_CODES.items()} | {grpc.StatusCode.UNIMPLEMENTED: 400}
@@ -66,7 +58,7 @@ SERVICE_TYPES = ("MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBIN
 
 class Node(Protocol):
     """``call`` takes messages as `as_message` leaves them; a local Seldon node also takes and gives
-    `payload.Decoded` ones (`SeldonModel.call_decoded`), which spares a decode and an encode between
+    `payload.Decoded` ones (`Component.call_decoded`), which spares a decode and an encode between
     two of them."""
 
     name: str
@@ -93,7 +85,7 @@ class Timeouts:
 
 
 class SeldonNode:
-    def __init__(self, spec: NodeSpec, model: SeldonModel) -> None:
+    def __init__(self, spec: NodeSpec, model: Component) -> None:
         self.name, self.model = spec.name, model
         model.name = spec.name
 
@@ -240,7 +232,7 @@ class RestNode:
     async def call(self, method: str, message: Any) -> Any:
         body = orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY)
         try:
-            response = await self.client.post(PATHS[method], content=body, headers=JSON)
+            response = await self.client.post(methods.PATHS[method], content=body, headers=JSON)
         except httpx.TimeoutException:
             raise NodeError.unreachable(
                 self.name, self.address, f"no answer within {self.timeouts.call:g}s"
@@ -383,8 +375,8 @@ def _factory(
     dialect = resolve_dialect(spec.dialect, target) if spec.dialect == "auto" else get_dialect(spec.dialect)
     if dialect.name == "graph":
         raise TargetError("a node cannot be a graph file; serve that graph and give its endpoint")
-    if dialect.name == "seldon":
-        return _seldon_factory(spec, target, settings)
+    if isinstance(dialect, BuildsSeldonComponents):
+        return _seldon_factory(dialect, spec, target, settings)
     if spec.type not in ("MODEL", "TRANSFORMER", "OUTPUT_TRANSFORMER") or spec.routes or spec.combines:
         raise TargetError(f"a {dialect.name} model can be a MODEL or a transformer, not a {spec.type}")
     served = dialect.models(settings.model_copy(update={"target": target, "name": None}))
@@ -393,18 +385,15 @@ def _factory(
     return lambda: ModelNode(spec, served[0].factory())
 
 
-def _seldon_factory(spec: NodeSpec, target: str, settings: Settings) -> NodeFactory:
-    user_class = load_user_class(target)
+def _seldon_factory(
+    dialect: BuildsSeldonComponents, spec: NodeSpec, target: str, settings: Settings
+) -> NodeFactory:
     unit = (spec.name, spec.image or spec.target or "")
     service_type = spec.type if spec.type in SERVICE_TYPES else "MODEL"
-
-    def build() -> Node:
-        model = SeldonModel(
-            user_class, spec.parameters or {}, service_type, settings.predict_in_thread, unit=unit
-        )
-        return SeldonNode(spec, model)
-
-    return build
+    build = dialect.seldon_component(
+        target, spec.parameters or {}, service_type, settings.predict_in_thread, unit
+    )
+    return lambda: SeldonNode(spec, build())
 
 
 def _relative_to(target: str, directory: Path) -> str:

@@ -20,27 +20,27 @@ from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
 from inferd.dialects.graph.metadata import graph_metadata
 from inferd.dialects.graph.model import served_graph
-from inferd.dialects.seldon.rest import (
+from inferd.protocols import asgi
+from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
+from inferd.protocols.forms import UploadLimits
+from inferd.protocols.seldon.rest import (
     BOTH,
-    CORS,
     GET,
     JSON_HEADERS,
     POST,
+    PROTOCOL,
     dumps,
     error_response,
     json_response,
     method_not_allowed,
     not_found,
     only,
+    ping,
     preflight,
     read_message,
     read_message_asgi,
 )
-from inferd.protocols import asgi
-from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
-from inferd.protocols.forms import UploadLimits
 
-PROTOCOL = "seldon"
 PUID_HEADER = "Seldon-Puid"
 PUID_HEADER_KEY = PUID_HEADER.lower().encode()
 Handler = Callable[[Request], Awaitable[Response]]
@@ -106,9 +106,6 @@ def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRo
             return error_response(exc)
         finally:
             counted.end(started, ok)
-
-    async def ping(request: Request) -> Response:
-        return Response("pong", headers=CORS, media_type="text/html")
 
     async def ready(request: Request) -> Response:
         up = dataplane.model_ready(name)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from inferd.core.errors import TargetError
-from inferd.dialects.seldon.loader import parse_parameters
+from inferd.protocols.seldon.parameters import parse_parameters
 
 SUFFIXES = (".yaml", ".yml", ".json")
 TYPES = ("MODEL", "TRANSFORMER", "OUTPUT_TRANSFORMER", "ROUTER", "COMBINER", "UNKNOWN_TYPE")

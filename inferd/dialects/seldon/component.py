@@ -5,7 +5,8 @@ same dict on REST, the protobuf message on gRPC) and returns a `Reply` of plain 
 are Seldon 1.18's (spec §3-§5): legacy ``<method>_rest``/``_grpc`` first, then ``<method>_raw``, then
 the high-level method with meta passed only when its signature takes it; tags and metrics merged into
 ``meta``; missing methods answered as Seldon answers them. Over V2 the component is a model with one
-input (the features) and one output ``output-0``.
+input (the features) and one output ``output-0``. It is the protocol's `Component`, which is how the
+graph dialect runs it as a node.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 from google.protobuf import json_format
@@ -26,23 +27,20 @@ from inferd.core.batching import Batcher, BatchSettings, split_rows
 from inferd.core.errors import InvalidInput
 from inferd.core.model import Model, PredictInThread
 from inferd.core.types import Tensors
-from inferd.dialects.seldon import flask_errors, metadata, metrics, payload
-from inferd.dialects.seldon._generated import prediction_pb2 as pb
-from inferd.dialects.seldon.errors import SeldonError
+from inferd.dialects.seldon import flask_errors, metadata, metrics
 from inferd.dialects.seldon.unit import Unit
-from inferd.dialects.seldon.user_model import is_not_implemented, is_response, seldon_exception_fields
+from inferd.dialects.seldon.user_model import is_response
+from inferd.protocols.seldon import methods, payload
+from inferd.protocols.seldon._generated import prediction_pb2 as pb
+from inferd.protocols.seldon.component import Reply
+from inferd.protocols.seldon.errors import SeldonError, is_not_implemented, seldon_exception_fields
 
 logger = logging.getLogger("inferd.seldon")
 
-OUTPUT = "output-0"
 STUBBED_HEALTH = "not implemented - assuming healthy"
 TRANSFORMS = ("transform_input", "transform_output")
-#: The Prometheus ``method`` label of each message method.
-LABELS = {
-    "predict": metrics.PREDICT,
-    "transform_input": metrics.TRANSFORM_INPUT,
-    "transform_output": metrics.TRANSFORM_OUTPUT,
-}
+#: The Prometheus ``method`` label of predict and the transforms, the methods `_transform` answers.
+LABELS = {name: methods.LABELS[name] for name in ("predict", *TRANSFORMS)}
 #: The method V2 calls, by service type.
 V2_METHODS = {
     "MODEL": "predict",
@@ -56,11 +54,6 @@ UNSET = object()
 
 #: What `_record_metrics` gets from a class without ``metrics()``: nothing to validate.
 NO_METRICS: tuple[dict[str, Any], ...] = ()
-
-
-class Reply(NamedTuple):
-    body: Any
-    status: int = 200
 
 
 def takes_meta(function: Callable[..., Any]) -> bool | None:
@@ -185,7 +178,7 @@ class SeldonModel(Model):
             return self.call("predict", request)
         key = (decoded.kind, features.dtype.str, features.shape[1:], tuple(decoded.names))
         result = await self.batcher.submit(decoded, len(features), key)
-        return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), metrics.PREDICT))
+        return Reply(self._respond(result, decoded.kind, decoded.meta, _puid(request), methods.PREDICT))
 
     async def _predict_batch(self, items: list[payload.Decoded]) -> list[Any]:
         stacked = np.concatenate([item.features for item in items]) if len(items) > 1 else items[0].features
@@ -207,11 +200,11 @@ class SeldonModel(Model):
         return self.metadata_document
 
     def health_status(self) -> Reply:
-        found, raw = self._raw("health_status", UNSET, metrics.HEALTH)
+        found, raw = self._raw("health_status", UNSET, methods.HEALTH)
         if found:
             return Reply(raw)
         result = self._optional("health_status", lambda f: f(), "healthy", stubbed=STUBBED_HEALTH)
-        return Reply(self._respond(result, "", None, None, metrics.HEALTH))
+        return Reply(self._respond(result, "", None, None, methods.HEALTH))
 
     def passthrough(self, body: bytes | str) -> Any:
         """PAYLOAD_PASSTHROUGH: the body as it came, to ``predict_raw``, and its return as it is."""
@@ -271,7 +264,7 @@ class SeldonModel(Model):
     def _route(self, request: Any, raw_input: Any, protocol: str) -> Reply:
         """The router's choice: ``route`` sees the request's meta as predict does (seldon-core passes
         it), but the answer carries only this unit's tags, not the request's."""
-        found, raw = self._raw("route", raw_input, metrics.ROUTE)
+        found, raw = self._raw("route", raw_input, methods.ROUTE)
         if found:
             return Reply(raw)
         decoded = payload.decode(request)
@@ -285,10 +278,10 @@ class SeldonModel(Model):
             raise SeldonError(f"Routing response {value} is out of range: -2, -1 or a child index")
         routed = np.array([[int(value)]])
         result = type(result)(routed, result.tags, result.metrics) if is_response(result) else routed
-        return Reply(self._respond(result, decoded.kind, None, _puid(request), metrics.ROUTE))
+        return Reply(self._respond(result, decoded.kind, None, _puid(request), methods.ROUTE))
 
     def _aggregate(self, request: Any, raw_input: Any, protocol: str) -> Reply:
-        found, raw = self._raw("aggregate", raw_input, metrics.AGGREGATE)
+        found, raw = self._raw("aggregate", raw_input, methods.AGGREGATE)
         if found:
             return Reply(raw)
         messages = request.get("seldonMessages") if isinstance(request, dict) else request
@@ -306,7 +299,7 @@ class SeldonModel(Model):
             merged["tags"].update(meta.get("tags") or {})
             merged["requestPath"].update(meta.get("requestPath") or {})
             merged["metrics"].extend(meta.get("metrics") or [])
-        return Reply(self._respond(result, decoded[0].kind, merged, _puid(messages[0]), metrics.AGGREGATE))
+        return Reply(self._respond(result, decoded[0].kind, merged, _puid(messages[0]), methods.AGGREGATE))
 
     def _send_feedback(self, request: Any, raw_input: Any, protocol: str) -> Reply:
         """Feedback as seldon-core takes it on both protocols: the reward counted first; then a legacy
@@ -323,7 +316,7 @@ class SeldonModel(Model):
             kind, function = legacy
             answer = function(json_format.MessageToJson(native) if kind == "rest" else native)
             return Reply(as_proto_json(_plain(answer) or {}, pb.SeldonMessage()))
-        found, raw = self._raw("send_feedback", native, metrics.FEEDBACK)
+        found, raw = self._raw("send_feedback", native, methods.FEEDBACK)
         if found:
             return Reply(as_proto_json(raw or {}, pb.SeldonMessage()))
         sent = request.get("request") or {}
@@ -341,7 +334,7 @@ class SeldonModel(Model):
             value = np.array([] if value is None else value)
         if is_response(result):
             value = type(result)(value, result.tags, result.metrics)
-        body = self._respond(value, kind if "data" in sent else "", None, _puid(sent), metrics.FEEDBACK)
+        body = self._respond(value, kind if "data" in sent else "", None, _puid(sent), methods.FEEDBACK)
         return Reply(as_proto_json(body, pb.SeldonMessage()))
 
     # --- helpers ----------------------------------------------------------------------------------
@@ -474,7 +467,7 @@ class SeldonModel(Model):
             if fields is not None and fields[0] < 500:
                 raise InvalidInput(fields[1]) from exc
             raise
-        return {OUTPUT: payload.as_output(body)}
+        return {payload.OUTPUT: payload.as_output(body)}
 
 
 def http_status(answer: Any) -> int:

@@ -7,7 +7,7 @@ message. Errors get a real status code and keep their message (Seldon sent UNKNO
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -16,13 +16,11 @@ from google.protobuf import json_format
 from inferd.core import metrics as core_metrics
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import ModelNotReady
-from inferd.dialects.seldon._generated import prediction_pb2 as pb
-from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
 from inferd.dialects.seldon.component import SeldonModel
-from inferd.dialects.seldon.errors import SeldonError, as_seldon_error
+from inferd.protocols.seldon._generated import prediction_pb2 as pb
+from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
+from inferd.protocols.seldon.grpc import PROTOCOL, Context, abort, counted_call
 
-PROTOCOL = "seldon-grpc"
-Context = Any  # grpc.aio.ServicerContext; grpcio ships no type hints
 SERVICES = (
     pb_grpc.add_GenericServicer_to_server,
     pb_grpc.add_ModelServicer_to_server,
@@ -111,23 +109,3 @@ class SeldonServicer:
             "outputs": document["outputs"],
         }
         return json_format.ParseDict(graph, pb.SeldonGraphMetadata())
-
-
-async def counted_call(
-    counted: core_metrics.Series, context: Context, answer: Callable[[], Awaitable[Any]]
-) -> Any:
-    """``answer()``, counted in the request metrics; an error aborts the call with its status."""
-    started, ok = counted.begin(), False
-    try:
-        reply = await answer()
-        ok = True
-        return reply
-    except Exception as exc:
-        await abort(context, exc)
-    finally:
-        counted.end(started, ok)
-
-
-async def abort(context: Context, exc: BaseException) -> None:
-    error: SeldonError = as_seldon_error(exc)
-    await context.abort(error.grpc_code, f"Exception calling application: {error.info}")

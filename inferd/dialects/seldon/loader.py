@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
 from inferd.core.importer import add_to_path, import_from_string, split_target
-from inferd.core.model import Model
+from inferd.core.model import Model, PredictInThread
 from inferd.core.model_settings import batch_settings
 from inferd.core.settings import Settings
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, example_tensor, settings_from
@@ -27,6 +27,8 @@ from inferd.dialects.seldon import grpc, rest
 from inferd.dialects.seldon.component import SeldonModel
 from inferd.dialects.seldon.stand_in import install_aliases
 from inferd.protocols.forms import UploadLimits
+from inferd.protocols.seldon.component import Component
+from inferd.protocols.seldon.parameters import parse_parameters
 
 #: Methods that make a class a Seldon component.
 COMPONENT_METHODS = (
@@ -56,7 +58,6 @@ ENVIRONMENT: EnvironmentTable = {
 #: seldon-core-microservice's ports when nothing says otherwise (its metrics port only when set: inferd
 #: also serves metrics on the HTTP port).
 DEFAULT_PORTS = {"port": 9000, "grpc_port": 5000}
-PARAMETER_TYPES = {"INT": int, "FLOAT": float, "DOUBLE": float, "STRING": str, "BOOL": None}
 
 
 def class_target(target: str) -> str:
@@ -88,51 +89,6 @@ def looks_like_component(target: str) -> bool:
     except Exception:
         return False
     return not issubclass(found, Model) and any(callable(getattr(found, m, None)) for m in COMPONENT_METHODS)
-
-
-def parse_parameters(text: str | None) -> dict[str, Any]:
-    """``[{"name", "value", "type"}]`` → keyword arguments; a bad list, type or value is a TargetError."""
-    if not text:
-        return {}
-    try:
-        declared = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise TargetError(f"MICROSERVICE_BAD_PARAMETER: parameters are not JSON: {exc}") from None
-    if not isinstance(declared, list):
-        raise TargetError("MICROSERVICE_BAD_PARAMETER: parameters must be a JSON list")
-    parameters: dict[str, Any] = {}
-    for item in declared:
-        if not isinstance(item, dict) or not {"name", "value", "type"} <= item.keys():
-            raise TargetError(f"MICROSERVICE_BAD_PARAMETER: {item!r} needs name, value and type")
-        kind = str(item["type"]).upper()
-        if kind not in PARAMETER_TYPES:
-            raise TargetError(
-                f"MICROSERVICE_BAD_PARAMETER: {item['name']} has unknown type {item['type']!r}; "
-                f"expected one of {sorted(PARAMETER_TYPES)}"
-            )
-        parameters[item["name"]] = _convert(item["name"], item["value"], kind)
-    return parameters
-
-
-def _convert(name: str, value: Any, kind: str) -> Any:
-    text = str(value)
-    try:
-        if kind == "BOOL":
-            return _strtobool(text)
-        convert = PARAMETER_TYPES[kind]
-        assert convert is not None
-        return convert(text)
-    except ValueError:
-        raise TargetError(f"MICROSERVICE_BAD_PARAMETER: {name}={text!r} is not a valid {kind}") from None
-
-
-def _strtobool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("y", "yes", "t", "true", "on", "1"):
-        return True
-    if lowered in ("n", "no", "f", "false", "off", "0"):
-        return False
-    raise ValueError(text)
 
 
 def served_name(settings: Settings) -> str:
@@ -169,6 +125,18 @@ class SeldonDialect:
             )
 
         return [ServedModel(name, factory, settings.model_version)]
+
+    def seldon_component(
+        self,
+        target: str,
+        parameters: dict[str, Any],
+        service_type: str,
+        predict_in_thread: PredictInThread,
+        unit: tuple[str, str],
+    ) -> Callable[[], Component]:
+        """A component of a graph (`BuildsSeldonComponents`), built in each process that runs it."""
+        user_class = load_user_class(target)
+        return lambda: SeldonModel(user_class, parameters, service_type, predict_in_thread, unit=unit)
 
     def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
         return rest.routes(dataplane, served_name(settings), UploadLimits.of(settings))

@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from inferd.dialects.seldon.errors import BAD_METADATA, SeldonError
 from inferd.dialects.seldon.unit import split_image
+from inferd.protocols.seldon.errors import BAD_METADATA, SeldonError
 
 logger = logging.getLogger("inferd.seldon")
 

@@ -19,9 +19,10 @@ from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
 
-from inferd.dialects.seldon.errors import BAD_METRIC, SeldonError
 from inferd.dialects.seldon.unit import NOT_IMPLEMENTED, NOT_IMPLEMENTED_IMAGE, predictor_version, split_image
 from inferd.protocols import prometheus
+from inferd.protocols.seldon import methods
+from inferd.protocols.seldon.errors import BAD_METRIC, SeldonError
 
 TYPES = ("COUNTER", "GAUGE", "TIMER")
 #: inferd's own kind for the reward sum, not one a user metric can name: a ``<key>_total`` that,
@@ -30,13 +31,6 @@ SUM = "SUM"
 #: ``[0]``, 50 log-spaced bounds from 1 ms to 30 s, then +Inf (added by prometheus_client).
 TIMER_BUCKETS = (0.0, *np.geomspace(0.001, 30, 50).tolist())
 
-PREDICT = "predict"
-TRANSFORM_INPUT = "inputtransform"
-TRANSFORM_OUTPUT = "outputtransform"
-ROUTE = "router"
-AGGREGATE = "aggregate"
-FEEDBACK = "feedback"
-HEALTH = "health"
 #: A label every series `CustomMetrics` writes carries (the deployment labels are set last, so no
 #: metric tag replaces them) and none of inferd's own series or the process's does.
 SELDON_LABEL = "seldon_deployment_name"
@@ -119,7 +113,7 @@ class CustomMetrics:
             {"key": FEEDBACK_KEY, "type": "COUNTER", "value": 1},
             {"key": REWARD_KEY, "type": SUM, "value": reward},
         ]
-        self.record(counters, FEEDBACK)
+        self.record(counters, methods.FEEDBACK)
 
     def _family(
         self, key: str, kind: str, tags: dict[str, Any]

@@ -5,7 +5,9 @@ SeldonMicroserviceException`` / ``SeldonNotImplementedError`` behave here as in 
 seldon-core is not installed (or cannot be imported), `stand_in.install_aliases` makes those two
 module paths resolve to this module, so ``from seldon_core.user_model import SeldonResponse`` works
 unchanged; a working seldon-core is never shadowed. The dialect recognises the real classes by duck
-typing (`is_response`, `seldon_exception_fields`), so it never imports seldon-core itself.
+typing (`is_response`, `inferd.protocols.seldon.errors.seldon_exception_fields`), so it never imports
+seldon-core itself. The two exceptions are the protocol's (`inferd.protocols.seldon.errors`): they are
+Seldon's error body as an exception.
 """
 
 from __future__ import annotations
@@ -13,39 +15,17 @@ from __future__ import annotations
 import logging
 from typing import Any, NoReturn
 
+from inferd.protocols.seldon.errors import SeldonMicroserviceException, SeldonNotImplementedError
+
+__all__ = [
+    "SeldonComponent",
+    "SeldonMicroserviceException",
+    "SeldonNotImplementedError",
+    "SeldonResponse",
+    "is_response",
+]
+
 logger = logging.getLogger("inferd.seldon")
-
-
-class SeldonMicroserviceException(Exception):
-    """An error with the HTTP status and ``reason`` the client gets in Seldon's error body."""
-
-    status_code = 400
-
-    def __init__(
-        self,
-        message: str,
-        status_code: int | None = None,
-        payload: Any = None,
-        reason: str = "MICROSERVICE_BAD_DATA",
-    ) -> None:
-        Exception.__init__(self)
-        self.message = message
-        if status_code is not None:
-            self.status_code = status_code
-        self.payload = payload
-        self.reason = reason
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"status": {"status": 1, "info": self.message, "code": -1, "reason": self.reason}}
-
-
-class SeldonNotImplementedError(SeldonMicroserviceException):
-    """Raised by `SeldonComponent`'s stubs: the server treats the method as absent."""
-
-    status_code = 400
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
 
 
 class SeldonResponse:
@@ -139,17 +119,3 @@ class SeldonComponent:
 def is_response(value: Any) -> bool:
     """A `SeldonResponse`, inferd's or seldon-core's."""
     return type(value).__name__ == "SeldonResponse" and hasattr(value, "data") and hasattr(value, "tags")
-
-
-def is_not_implemented(exc: BaseException) -> bool:
-    return any(cls.__name__ == "SeldonNotImplementedError" for cls in type(exc).__mro__)
-
-
-def seldon_exception_fields(exc: BaseException) -> tuple[int, str, str] | None:
-    """(status, message, reason) of a Seldon exception, inferd's, seldon-core's or a look-alike."""
-    if isinstance(exc, SeldonMicroserviceException):
-        return exc.status_code, exc.message, exc.reason
-    status, message = getattr(exc, "status_code", None), getattr(exc, "message", None)
-    if isinstance(status, int) and isinstance(message, str) and hasattr(exc, "reason"):
-        return status, message, str(getattr(exc, "reason", "MICROSERVICE_BAD_DATA"))
-    return None

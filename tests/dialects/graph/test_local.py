@@ -14,8 +14,8 @@ import httpx
 import pytest
 from google.protobuf import json_format
 
-from inferd.dialects.seldon._generated import prediction_pb2 as pb
-from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
+from inferd.protocols.seldon._generated import prediction_pb2 as pb
+from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.dialects.graph.conftest import COMPONENTS, predict
 from tests.servers import RunningServer, serve
 

@@ -9,8 +9,8 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2, json_format
 
-from inferd.dialects.seldon._generated import prediction_pb2 as pb
-from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
+from inferd.protocols.seldon._generated import prediction_pb2 as pb
+from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.servers import RunningServer
 
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from google.protobuf import json_format
 
-from inferd.dialects.seldon._generated import prediction_pb2 as pb
-from inferd.dialects.seldon._generated import prediction_pb2_grpc as pb_grpc
+from inferd.protocols.seldon._generated import prediction_pb2 as pb
+from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.dialects.seldon.conftest import COMPONENTS, DEPLOYMENT_ENV
 from tests.servers import RunningServer, free_port, serve
 

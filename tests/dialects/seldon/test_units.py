@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from inferd.core.errors import TargetError
-from inferd.dialects.seldon import metadata, metrics, payload
-from inferd.dialects.seldon.errors import SeldonError
-from inferd.dialects.seldon.loader import class_target, parse_parameters
+from inferd.dialects.seldon import metadata, metrics
+from inferd.dialects.seldon.loader import class_target
 from inferd.dialects.seldon.unit import Unit
+from inferd.protocols.seldon import payload
+from inferd.protocols.seldon.errors import SeldonError
+from inferd.protocols.seldon.parameters import parse_parameters
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ from types import ModuleType
 
 from inferd.core.importer import stand_in_modules
 from inferd.dialects.seldon import user_model
-from inferd.dialects.seldon._generated import prediction_pb2, prediction_pb2_grpc
 from inferd.dialects.seldon.stand_in import metrics, utils
+from inferd.protocols.seldon._generated import prediction_pb2, prediction_pb2_grpc
 
 CLIENT = "inferd.dialects.seldon.stand_in.seldon_client"
 

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from inferd.dialects.seldon import metrics
-from inferd.dialects.seldon.errors import SeldonError
+from inferd.protocols.seldon import methods
+from inferd.protocols.seldon.errors import SeldonError
 
 FEEDBACK_KEY = "seldon_api_model_feedback"
 FEEDBACK_REWARD_KEY = "seldon_api_model_feedback_reward"
@@ -20,13 +21,13 @@ COUNTER, GAUGE, TIMER = metrics.TYPES
 #: Seldon's timer buckets in seconds: 0, 50 log-spaced bounds from 1 ms to 30 s, +Inf.
 BINS = [0, *metrics.TIMER_BUCKETS[1:], float(np.inf)]
 
-FEEDBACK_METRIC_METHOD_TAG = metrics.FEEDBACK
-PREDICT_METRIC_METHOD_TAG = metrics.PREDICT
-INPUT_TRANSFORM_METRIC_METHOD_TAG = metrics.TRANSFORM_INPUT
-OUTPUT_TRANSFORM_METRIC_METHOD_TAG = metrics.TRANSFORM_OUTPUT
-ROUTER_METRIC_METHOD_TAG = metrics.ROUTE
-AGGREGATE_METRIC_METHOD_TAG = metrics.AGGREGATE
-HEALTH_METRIC_METHOD_TAG = metrics.HEALTH
+FEEDBACK_METRIC_METHOD_TAG = methods.FEEDBACK
+PREDICT_METRIC_METHOD_TAG = methods.PREDICT
+INPUT_TRANSFORM_METRIC_METHOD_TAG = methods.TRANSFORM_INPUT
+OUTPUT_TRANSFORM_METRIC_METHOD_TAG = methods.TRANSFORM_OUTPUT
+ROUTER_METRIC_METHOD_TAG = methods.ROUTE
+AGGREGATE_METRIC_METHOD_TAG = methods.AGGREGATE
+HEALTH_METRIC_METHOD_TAG = methods.HEALTH
 
 #: The deployment labels every custom metric carries, read from the environment at import.
 DEFAULT_LABELS = metrics.deployment_labels()

@@ -1,5 +1,6 @@
 """``seldon_core.seldon_client`` without seldon-core: `SeldonClient` over plain HTTP (httpx) and
-insecure gRPC, with the dialect's generated stubs and the `utils` stand-in's message helpers.
+insecure gRPC, with the protocol's generated stubs (`inferd.protocols.seldon`) and the `utils`
+stand-in's message helpers.
 
 What it covers, as seldon-core 1.18 does it:
 
@@ -33,8 +34,8 @@ import numpy as np
 import orjson
 from google.protobuf.message import Message
 
-from inferd.dialects.seldon._generated import prediction_pb2, prediction_pb2_grpc
 from inferd.dialects.seldon.stand_in import utils
+from inferd.protocols.seldon._generated import prediction_pb2, prediction_pb2_grpc
 
 logger = logging.getLogger("inferd.seldon.client")
 

@@ -1,5 +1,6 @@
 """``seldon_core.utils`` without seldon-core: the message helpers components and their unit tests
-call, made of the dialect's own codec (`payload`, `tftensor`) and generated protobuf code.
+call, made of the protocol's codec (`inferd.protocols.seldon`: `payload`, `tftensor` and generated
+protobuf code).
 
 Names, arguments and results follow seldon-core 1.18: JSON ↔ ``SeldonMessage`` / ``Feedback``
 conversions through protobuf's JSON mapping (numbers come back as doubles), arrays ↔ ``DefaultData``
@@ -22,10 +23,9 @@ from google.protobuf import any_pb2, json_format
 from google.protobuf.message import Message
 from google.protobuf.struct_pb2 import ListValue
 
-from inferd.dialects.seldon import payload, tftensor
-from inferd.dialects.seldon._generated import prediction_pb2
-from inferd.dialects.seldon.errors import SeldonError
-from inferd.dialects.seldon.user_model import SeldonMicroserviceException, is_not_implemented
+from inferd.protocols.seldon import payload, tftensor
+from inferd.protocols.seldon._generated import prediction_pb2
+from inferd.protocols.seldon.errors import SeldonError, SeldonMicroserviceException, is_not_implemented
 
 NOT_IMPLEMENTED = "NOT_IMPLEMENTED"
 #: What a ``data`` object's key says about the data type of an answer to it (anything else: ndarray).

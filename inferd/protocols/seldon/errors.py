@@ -1,6 +1,12 @@
 """Seldon's error answers: one exception type with the HTTP status, ``info`` and ``reason`` of the body
 ``{"status":{"status":1,"info":…,"code":-1,"reason":…}}``, and the one table from an HTTP status to a
-gRPC code (spec §7). Everything the dialect raises or catches becomes a `SeldonError` in `as_seldon_error`.
+gRPC code (spec §7). Everything a Seldon route raises or catches becomes a `SeldonError` in
+`as_seldon_error`.
+
+seldon-core's own exceptions carry the same three fields, so they live here too: inferd's
+``SeldonMicroserviceException`` and ``SeldonNotImplementedError`` (which the Seldon dialect's
+``seldon_core.flask_utils`` stand-in gives user code), and `seldon_exception_fields`, which reads
+them, seldon-core's or a look-alike's by duck typing.
 """
 
 from __future__ import annotations
@@ -11,7 +17,6 @@ from typing import Any
 import grpc
 
 from inferd.core.errors import InferdError, InvalidInput
-from inferd.dialects.seldon.user_model import is_not_implemented, seldon_exception_fields
 from inferd.protocols.status import scrubbed, status_of
 
 logger = logging.getLogger("inferd.seldon")
@@ -33,6 +38,38 @@ GRPC_CODES = {
     503: grpc.StatusCode.UNAVAILABLE,
     504: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
+
+
+class SeldonMicroserviceException(Exception):
+    """An error with the HTTP status and ``reason`` the client gets in Seldon's error body."""
+
+    status_code = 400
+
+    def __init__(
+        self,
+        message: str,
+        status_code: int | None = None,
+        payload: Any = None,
+        reason: str = BAD_DATA,
+    ) -> None:
+        Exception.__init__(self)
+        self.message = message
+        if status_code is not None:
+            self.status_code = status_code
+        self.payload = payload
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": {"status": 1, "info": self.message, "code": -1, "reason": self.reason}}
+
+
+class SeldonNotImplementedError(SeldonMicroserviceException):
+    """Raised by `SeldonComponent`'s stubs: the server treats the method as absent."""
+
+    status_code = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class SeldonError(Exception):
@@ -78,3 +115,18 @@ def _as_seldon_error(exc: BaseException) -> SeldonError:
         )
     logger.error("Seldon component raised", exc_info=exc)
     return SeldonError(str(exc), 500, INTERNAL_ERROR)
+
+
+def is_not_implemented(exc: BaseException) -> bool:
+    """A ``SeldonNotImplementedError``, inferd's or seldon-core's: the method counts as absent."""
+    return any(cls.__name__ == "SeldonNotImplementedError" for cls in type(exc).__mro__)
+
+
+def seldon_exception_fields(exc: BaseException) -> tuple[int, str, str] | None:
+    """(status, message, reason) of a Seldon exception, inferd's, seldon-core's or a look-alike."""
+    if isinstance(exc, SeldonMicroserviceException):
+        return exc.status_code, exc.message, exc.reason
+    status, message = getattr(exc, "status_code", None), getattr(exc, "message", None)
+    if isinstance(status, int) and isinstance(message, str) and hasattr(exc, "reason"):
+        return status, message, str(getattr(exc, "reason", BAD_DATA))
+    return None

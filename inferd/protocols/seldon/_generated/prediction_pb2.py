@@ -25,10 +25,10 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
-from inferd.dialects.seldon._generated import tensorflow_tensor_pb2 as tensorflow__tensor__pb2
+from inferd.protocols.seldon._generated import tensorflow_tensor_pb2 as tensorflow__tensor__pb2
 
 
-from inferd.dialects.seldon._generated import tensorflow_tensor_pb2 as _first
+from inferd.protocols.seldon._generated import tensorflow_tensor_pb2 as _first
 _POOL = _first._POOL  # one private pool per protocol
 try:
     _POOL.FindFileByName(google_dot_protobuf_dot_any__pb2.DESCRIPTOR.name)

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from google.protobuf import json_format
 
-from inferd.dialects.seldon._generated import tensorflow_tensor_pb2 as tf_pb
-from inferd.dialects.seldon.errors import SeldonError
+from inferd.protocols.seldon._generated import tensorflow_tensor_pb2 as tf_pb
+from inferd.protocols.seldon.errors import SeldonError
 
 #: DataType → (numpy dtype, the repeated field its values travel in).
 DTYPES: dict[int, tuple[Any, str]] = {

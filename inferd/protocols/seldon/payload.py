@@ -15,12 +15,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
-from inferd.dialects.seldon import tftensor
-from inferd.dialects.seldon.errors import SeldonError
+from inferd.protocols.seldon import tftensor
+from inferd.protocols.seldon.errors import SeldonError
 
 #: Top-level payload keys in the order Seldon looks for them.
 PAYLOAD_KEYS = ("data", "jsonData", "strData", "binData")
 NO_NAMES: list[str] = []
+#: The one V2 output an answer becomes (`as_output`).
+OUTPUT = "output-0"
 
 
 class Decoded(NamedTuple):

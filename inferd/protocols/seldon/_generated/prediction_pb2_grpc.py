@@ -4,7 +4,7 @@ import grpc
 import warnings
 
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
-from inferd.dialects.seldon._generated import prediction_pb2 as prediction__pb2
+from inferd.protocols.seldon._generated import prediction_pb2 as prediction__pb2
 
 GRPC_GENERATED_VERSION = '1.66.0'
 GRPC_VERSION = grpc.__version__
