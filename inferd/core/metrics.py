@@ -23,13 +23,6 @@ LATENCY = Histogram(
     ["model", "protocol"],
     buckets=BUCKETS,
 )
-GRAPH_NODE_LATENCY = Histogram(
-    "inferd_graph_node_duration_seconds",
-    "Time the nodes of an inference graph take per call (failed calls included), by graph, node and "
-    "Seldon method (predict, transform_input, transform_output, route, aggregate, send_feedback).",
-    ["graph", "node", "method"],
-    buckets=BUCKETS,
-)
 IN_FLIGHT = Gauge(
     "inferd_requests_in_flight",
     "Inference requests being answered right now, by model and protocol.",
@@ -45,6 +38,19 @@ RESTARTS = Counter(
 )
 
 
+class Observer:
+    """One labelled child of a histogram, observed directly (see `Series` for why): as ``observe``,
+    one value in the first bucket whose bound is at least it, and in the sum."""
+
+    def __init__(self, child: Histogram) -> None:
+        self.sum, self.buckets = child._sum, child._buckets
+        self.bounds: list[float] = child._upper_bounds
+
+    def observe(self, value: float) -> None:
+        self.sum.inc(value)
+        self.buckets[bisect.bisect_left(self.bounds, value)].inc(1)
+
+
 class Series:
     """The labelled children of one (model, protocol), looked up once instead of per request.
 
@@ -55,13 +61,10 @@ class Series:
     `tests/core/test_metrics.py` holds this to what the public methods record."""
 
     def __init__(self, model: str, protocol: str) -> None:
-        in_flight = IN_FLIGHT.labels(model, protocol)
-        latency = LATENCY.labels(model, protocol)
-        self.in_flight = in_flight._value
+        self.in_flight = IN_FLIGHT.labels(model, protocol)._value
         self.ok = REQUESTS.labels(model, protocol, "ok")._value
         self.error = REQUESTS.labels(model, protocol, "error")._value
-        self.latency_sum, self.buckets = latency._sum, latency._buckets
-        self.bounds: list[float] = latency._upper_bounds
+        self.latency = Observer(LATENCY.labels(model, protocol))
 
     def begin(self) -> float:
         """Count a request in flight; returns its start time for `end`."""
@@ -71,8 +74,7 @@ class Series:
     def end(self, started: float, ok: bool) -> None:
         elapsed = time.perf_counter() - started
         self.in_flight.inc(-1)
-        self.latency_sum.inc(elapsed)
-        self.buckets[bisect.bisect_left(self.bounds, elapsed)].inc(1)  # as observe: the first bound >= it
+        self.latency.observe(elapsed)
         (self.ok if ok else self.error).inc(1)
 
 

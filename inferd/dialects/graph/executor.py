@@ -18,10 +18,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from prometheus_client import Histogram
-
-from inferd.core import metrics
+from inferd.core.metrics import Observer
 from inferd.dialects.graph.errors import NodeError
+from inferd.dialects.graph.metrics import node_latency
 from inferd.dialects.graph.nodes import Node, SeldonNode, as_message
 from inferd.dialects.graph.spec import NodeSpec
 from inferd.protocols.seldon.payload import Decoded
@@ -44,12 +43,12 @@ class Step:
         #: Whether the node takes `Decoded` messages; every other node gets them as messages.
         self.takes_decoded = isinstance(self.node, SeldonNode)
         #: Latency series by method, made on first use so /metrics lists only the calls a node gets.
-        self.timers: dict[str, Histogram] = {}
+        self.timers: dict[str, Observer] = {}
 
     async def call(self, method: str, message: Any) -> Any:
         timer = self.timers.get(method)
         if timer is None:
-            timer = self.timers[method] = metrics.GRAPH_NODE_LATENCY.labels(self.graph, self.name, method)
+            timer = self.timers[method] = node_latency(self.graph, self.name, method)
         if not self.takes_decoded:
             message = as_message(message)
         started = time.perf_counter()

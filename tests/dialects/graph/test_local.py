@@ -158,10 +158,19 @@ def test_seldon_grpc_predict(graph: Graph) -> None:
         }
 
 
-def test_per_node_latency_on_metrics(graph: Graph) -> None:
+def test_per_node_latency_on_metrics_with_seldons_method_labels(graph: Graph) -> None:
     predict(graph.url, [[0, 5]])
+    assert httpx.post(f"{graph.url}/api/v1.0/feedback", json={"request": {}, "reward": 1}).status_code == 200
     text = httpx.get(f"{graph.url}/metrics").text
-    for node, method in [("add-ten", "predict"), ("combiner", "aggregate"), ("router", "route")]:
+    assert 'method="transform_input"' not in text and 'method="route"' not in text
+    for node, method in [
+        ("router", "feedback"),
+        ("add-ten", "predict"),
+        ("combiner", "aggregate"),
+        ("router", "router"),
+        ("add-one", "inputtransform"),
+        ("negate", "outputtransform"),
+    ]:
         line = next(
             line
             for line in text.splitlines()
