@@ -1,1 +1,3 @@
-"""Wire formats shared by every model. Protocols only translate: they decode, call the data plane, encode."""
+"""Wire formats: V2, shared by every model, and a platform's own where more than one dialect speaks it
+(Seldon's, for its components and its inference graphs). Protocols only translate: they decode, call
+the data plane, encode."""
