@@ -1,0 +1,60 @@
+"""The ``inferd`` command: one module per concern, each command registered here, in the order
+``inferd --help`` lists them.
+
+serve: serving (``serve``, ``predict``); client: a running server (``models``, ``call``, ``train
+--url``); project: project tools (``init``, ``build``, ``export``); abeja and deepaas: those
+platforms' local tools. Every command imports what it runs when it runs, so ``inferd --help`` stays
+quick.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from inferd.cli import abeja, client, deepaas, project, serve
+
+app = typer.Typer(
+    name="inferd",
+    help="Serve Seldon, DEEPaaS, Cortex, ABEJA and native model code over their own protocols and V2.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+export_app = typer.Typer(help="Write deployment files for a model project.", no_args_is_help=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from inferd import __version__
+
+        print(f"inferd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """inferd: one model server for many model conventions."""
+
+
+app.command()(serve.serve)
+app.command()(project.init)
+app.command()(serve.predict)
+app.command()(deepaas.train)
+app.command("run-local")(abeja.run_local)
+app.command("run-local-server")(abeja.run_local_server)
+app.command("run")(abeja.run_batch)
+app.command("models")(client.list_models)
+app.command("call")(client.call_model)
+app.command()(project.build)
+app.add_typer(export_app, name="export")
+export_app.command("k8s")(project.export_k8s)
+
+
+def main() -> None:
+    app()
