@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from inferd.cli import abeja, client, deepaas, project, serve
+from inferd.cli.help import Command, Group
 
 app = typer.Typer(
     name="inferd",
@@ -21,8 +22,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=Group,
 )
-export_app = typer.Typer(help="Write deployment files for a model project.", no_args_is_help=True)
+export_app = typer.Typer(help="Write deployment files for a model project.", no_args_is_help=True, cls=Group)
 
 
 def _version(value: bool) -> None:
@@ -42,18 +44,18 @@ def main_options(
     """inferd: one model server for many model conventions."""
 
 
-app.command()(serve.serve)
-app.command()(project.init)
-app.command()(serve.predict)
-app.command()(deepaas.train)
-app.command("run-local")(abeja.run_local)
-app.command("run-local-server")(abeja.run_local_server)
-app.command("run")(abeja.run_batch)
-app.command("models")(client.list_models)
-app.command("call")(client.call_model)
-app.command()(project.build)
+app.command(cls=Command)(serve.serve)
+app.command(cls=Command)(project.init)
+app.command(cls=Command)(serve.predict)
+app.command(cls=Command)(deepaas.train)
+app.command("run-local", cls=Command)(abeja.run_local)
+app.command("run-local-server", cls=Command)(abeja.run_local_server)
+app.command("run", cls=Command)(abeja.run_batch)
+app.command("models", cls=Command)(client.list_models)
+app.command("call", cls=Command)(client.call_model)
+app.command(cls=Command)(project.build)
 app.add_typer(export_app, name="export")
-export_app.command("k8s")(project.export_k8s)
+export_app.command("k8s", cls=Command)(project.export_k8s)
 
 
 def main() -> None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from inferd.cli.common import FileOption, errors, fail, pair
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 UrlOption = Annotated[
     str, typer.Option("--url", envvar="INFERD_URL", help="The server [default: http://127.0.0.1:8080].")
@@ -37,7 +40,10 @@ def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -
     table = Table(title=f"{url}: {described['server']['name']} {described['server']['version']}")
     for column in ("model", "dialect", "state", "inputs", "outputs", "requests", "mean ms", "called with"):
         table.add_column(
-            column, justify="right" if column in ("requests", "mean ms") else "left", overflow="fold"
+            column,
+            justify="right" if column in ("requests", "mean ms") else "left",
+            overflow="fold",
+            no_wrap=column == "model",  # a name is copied into commands: never broken
         )
     for model in described["models"]:
         form = model["try"]
@@ -52,7 +58,19 @@ def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -
             "-" if model["latency_ms"] is None else f"{model['latency_ms']:.3f}",
             f"{form['method']} {escape(form['path'])}" if form else "-",
         )
-    output.print(table)
+    _print_whole(table)
+
+
+def _print_whole(table: Table) -> None:
+    """Print ``table`` fitted to the terminal; piped (no terminal to fit), at its natural width, so no
+    cell is folded mid-word for the program reading it."""
+    from rich.measure import Measurement
+
+    if output.is_terminal:
+        output.print(table)
+        return
+    natural = Measurement.get(output, output.options.update_width(10_000), table).maximum
+    Console(width=max(natural, output.width), color_system=None).print(table)
 
 
 def _tensors(specs: list[dict[str, Any]]) -> str:

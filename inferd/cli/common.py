@@ -31,8 +31,11 @@ DIALECT_HELP = "Handler convention: auto, native, seldon, deepaas, cortex, abeja
 ABEJA_STYLE_HELP = "ABEJA handler style: auto, 18.10 (generator) or 19.04 (request handler)."
 
 
-def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
+def fail(message: str, code: int = USAGE_ERROR, instead: str | None = None) -> NoReturn:
+    """Print ``message`` (and the command to type ``instead``, when there is one) and exit."""
     errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    if instead:
+        errors.print(f"[bold]try:[/] {escape(instead)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -69,16 +72,16 @@ def settings_from(project: dict[str, Any] | None = None, **given: Any) -> Settin
         fail(f"invalid option: {problems}")
 
 
-def runtime_or_exit(settings: Settings) -> Runtime:
-    """The runtime serving ``settings``; a target that cannot be served ends the command with code 2,
-    a model that fails to load with code 1."""
+def runtime_or_exit(settings: Settings, instead: str | None = None) -> Runtime:
+    """The runtime serving ``settings``; a target that cannot be served ends the command with code 2
+    (suggesting what to type ``instead``), a model that fails to load with code 1."""
     from inferd.core.errors import ModelLoadError, TargetError
     from inferd.server.app import build_runtime
 
     try:
         return build_runtime(settings)
     except TargetError as exc:
-        fail(exc.message)
+        fail(exc.message, instead=instead)
     except ModelLoadError as exc:
         fail(exc.message, code=1)
 

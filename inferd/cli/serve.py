@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from inferd.cli import help as panel
+from inferd.cli import hints
 from inferd.cli.common import (
     ABEJA_STYLE_HELP,
     DIALECT_HELP,
@@ -37,20 +39,48 @@ def serve(
     dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
     name: Annotated[str | None, typer.Option(help="Serve the model under this name.")] = None,
     host: Annotated[
-        str | None, typer.Option("--host", "--listen-ip", help="Interface to bind [default: 127.0.0.1].")
+        str | None,
+        typer.Option(help="Interface to bind [default: 127.0.0.1].", rich_help_panel=panel.SERVER),
     ] = None,
     port: Annotated[
         int | None,
-        typer.Option(
-            "--port", "--http-port", "--listen-port", help="HTTP port, 0 for a free one [default: 8080]."
-        ),
+        typer.Option(help="HTTP port, 0 for a free one [default: 8080].", rich_help_panel=panel.SERVER),
     ] = None,
     grpc_port: Annotated[
-        int | None, typer.Option(help="gRPC port, 0 for a free one [default: 8081].")
+        int | None,
+        typer.Option(help="gRPC port, 0 for a free one [default: 8081].", rich_help_panel=panel.SERVER),
     ] = None,
-    no_grpc: Annotated[bool, typer.Option("--no-grpc", help="Serve HTTP only.")] = False,
+    no_grpc: Annotated[
+        bool, typer.Option("--no-grpc", help="Serve HTTP only.", rich_help_panel=panel.SERVER)
+    ] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Also serve the Prometheus endpoint on this port.", rich_help_panel=panel.SERVER),
+    ] = None,
+    access_log: Annotated[
+        bool | None,
+        typer.Option("--access-log/--no-access-log", help="Log every request.", rich_help_panel=panel.SERVER),
+    ] = None,
+    log_level: Annotated[
+        str | None, typer.Option(help="debug, info, warning or error.", rich_help_panel=panel.SERVER)
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where state (training jobs) is kept [default: ./.inferd].", rich_help_panel=panel.SERVER
+        ),
+    ] = None,
+    install_requirements: Annotated[
+        bool | None,
+        typer.Option(
+            "--install-requirements",
+            help="pip-install the project's requirements.txt first.",
+            rich_help_panel=panel.SERVER,
+        ),
+    ] = None,
     workers: Annotated[
-        int | None, typer.Option(help="Server processes sharing the ports [default: 1].")
+        int | None,
+        typer.Option(help="Server processes sharing the ports [default: 1].", rich_help_panel=panel.WORKERS),
     ] = None,
     isolate: Annotated[
         bool | None,
@@ -58,84 +88,140 @@ def serve(
             "--isolate/--no-isolate",
             help="Run user code in a model process per worker: a crash, hang or memory overrun "
             "answers 503 and the process is replaced.",
+            rich_help_panel=panel.WORKERS,
         ),
     ] = None,
-    access_log: Annotated[
-        bool | None, typer.Option("--access-log/--no-access-log", help="Log every request.")
-    ] = None,
-    log_level: Annotated[str | None, typer.Option(help="debug, info, warning or error.")] = None,
-    install_requirements: Annotated[
-        bool | None,
-        typer.Option("--install-requirements", help="pip-install the project's requirements.txt first."),
-    ] = None,
-    abeja_style: Annotated[str | None, typer.Option(help=ABEJA_STYLE_HELP)] = None,
-    metrics_port: Annotated[
-        int | None, typer.Option(help="Also serve the Prometheus endpoint on this port.")
-    ] = None,
-    service_type: Annotated[
+    engine: Annotated[
         str | None,
-        typer.Option(help="Seldon component type: MODEL, ROUTER, TRANSFORMER, OUTPUT_TRANSFORMER, COMBINER."),
+        typer.Option(
+            help="local (this machine) or ray (Ray Serve replicas) [default: local].",
+            rich_help_panel=panel.WORKERS,
+        ),
     ] = None,
-    parameters: Annotated[
-        str | None, typer.Option(help='Seldon parameters: [{"name": ..., "value": ..., "type": "INT"}].')
+    replicas: Annotated[
+        int | None, typer.Option(help="Ray Serve replicas [default: 1].", rich_help_panel=panel.WORKERS)
     ] = None,
-    model_name: Annotated[
-        str | None, typer.Option(help="DEEPaaS: the deepaas.v2.model entry point to serve [default: all].")
+    autoscale: Annotated[
+        str | None,
+        typer.Option(
+            help="MIN:MAX Ray Serve replicas, scaled by load (replaces --replicas).",
+            rich_help_panel=panel.WORKERS,
+        ),
     ] = None,
-    base_path: Annotated[str | None, typer.Option(help="DEEPaaS: a prefix for its routes.")] = None,
-    predict_endpoint: Annotated[
-        bool | None, typer.Option("--predict-endpoint/--nopredict-endpoint", help="DEEPaaS predict routes.")
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            help="A Ray cluster to deploy to [default: a local Ray of its own].",
+            rich_help_panel=panel.WORKERS,
+        ),
     ] = None,
-    train_endpoint: Annotated[
-        bool | None, typer.Option("--train-endpoint/--notrain-endpoint", help="DEEPaaS training routes.")
+    ray_haproxy: Annotated[
+        bool | None,
+        typer.Option(
+            "--ray-haproxy", help="Ray Serve's HAProxy ingress (Ray 2.55+).", rich_help_panel=panel.WORKERS
+        ),
     ] = None,
-    doc_endpoint: Annotated[
-        bool | None, typer.Option("--doc-endpoint/--nodoc-endpoint", help="DEEPaaS Swagger UI at /api.")
-    ] = None,
-    warm: Annotated[bool | None, typer.Option("--warm/--nowarm", help="DEEPaaS: call warm() first.")] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="Where state (training jobs) is kept [default: ./.inferd].")
+    ray_num_cpus: Annotated[
+        float | None,
+        typer.Option(
+            help="CPUs each Ray replica reserves, fractions allowed [default: 1].",
+            rich_help_panel=panel.WORKERS,
+        ),
     ] = None,
     max_batch_size: Annotated[
-        int | None, typer.Option(help="Batch up to this many rows per model call [default: 1, off].")
+        int | None,
+        typer.Option(
+            help="Batch up to this many rows per model call [default: 1, off].",
+            rich_help_panel=panel.BATCHING,
+        ),
     ] = None,
     max_batch_time_ms: Annotated[
-        float | None, typer.Option(help="How long a batch waits for more requests [default: 1].")
+        float | None,
+        typer.Option(
+            help="How long a batch waits for more requests [default: 1].", rich_help_panel=panel.BATCHING
+        ),
     ] = None,
     model_settings: Annotated[
-        Path | None, typer.Option(help="YAML/JSON file of per-model settings (batching).")
+        Path | None,
+        typer.Option(help="YAML/JSON file of per-model settings (batching).", rich_help_panel=panel.BATCHING),
     ] = None,
     auth_token: Annotated[
         list[str] | None,
         typer.Option(
-            help="Require 'Authorization: Bearer TOKEN' (repeatable); INFERD_AUTH_TOKENS keeps it out of ps."
+            help="Require 'Authorization: Bearer TOKEN' (repeatable); INFERD_AUTH_TOKENS keeps it out of ps.",
+            rich_help_panel=panel.ACCESS,
         ),
     ] = None,
     allowed_origin: Annotated[
         list[str] | None,
         typer.Option(
-            help="Another site (scheme://host[:port]) whose pages may call control routes (repeatable)."
+            help="Another site (scheme://host[:port]) whose pages may call control routes (repeatable).",
+            rich_help_panel=panel.ACCESS,
         ),
     ] = None,
     allowed_host: Annotated[
         list[str] | None,
-        typer.Option(help="A Host name answered besides loopback ones (repeatable; .example.com, *)."),
+        typer.Option(
+            help="A Host name answered besides loopback ones (repeatable; .example.com, *).",
+            rich_help_panel=panel.ACCESS,
+        ),
     ] = None,
-    engine: Annotated[
-        str | None, typer.Option(help="local (this machine) or ray (Ray Serve replicas) [default: local].")
+    service_type: Annotated[
+        str | None,
+        typer.Option(
+            help="Component type: MODEL, ROUTER, TRANSFORMER, OUTPUT_TRANSFORMER or COMBINER.",
+            rich_help_panel=panel.SELDON,
+        ),
     ] = None,
-    replicas: Annotated[int | None, typer.Option(help="Ray Serve replicas [default: 1].")] = None,
-    autoscale: Annotated[
-        str | None, typer.Option(help="MIN:MAX Ray Serve replicas, scaled by load (replaces --replicas).")
+    parameters: Annotated[
+        str | None,
+        typer.Option(
+            help='Component parameters: [{"name": ..., "value": ..., "type": "INT"}].',
+            rich_help_panel=panel.SELDON,
+        ),
     ] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(help="A Ray cluster to deploy to [default: a local Ray of its own].")
+    http_port: Annotated[
+        int | None, typer.Option(help="Seldon's name for --port.", rich_help_panel=panel.SELDON)
     ] = None,
-    ray_haproxy: Annotated[
-        bool | None, typer.Option("--ray-haproxy", help="Ray Serve's HAProxy ingress (Ray 2.55+).")
+    model_name: Annotated[
+        str | None,
+        typer.Option(
+            help="The deepaas.v2.model entry point to serve [default: all].", rich_help_panel=panel.DEEPAAS
+        ),
     ] = None,
-    ray_num_cpus: Annotated[
-        float | None, typer.Option(help="CPUs each Ray replica reserves, fractions allowed [default: 1].")
+    base_path: Annotated[
+        str | None, typer.Option(help="A prefix for its routes.", rich_help_panel=panel.DEEPAAS)
+    ] = None,
+    predict_endpoint: Annotated[
+        bool | None,
+        typer.Option(
+            "--predict-endpoint/--nopredict-endpoint", help="Predict routes.", rich_help_panel=panel.DEEPAAS
+        ),
+    ] = None,
+    train_endpoint: Annotated[
+        bool | None,
+        typer.Option(
+            "--train-endpoint/--notrain-endpoint", help="Training routes.", rich_help_panel=panel.DEEPAAS
+        ),
+    ] = None,
+    doc_endpoint: Annotated[
+        bool | None,
+        typer.Option(
+            "--doc-endpoint/--nodoc-endpoint", help="Swagger UI at /api.", rich_help_panel=panel.DEEPAAS
+        ),
+    ] = None,
+    warm: Annotated[
+        bool | None,
+        typer.Option("--warm/--nowarm", help="Call warm() first.", rich_help_panel=panel.DEEPAAS),
+    ] = None,
+    listen_ip: Annotated[
+        str | None, typer.Option(help="DEEPaaS's name for --host.", rich_help_panel=panel.DEEPAAS)
+    ] = None,
+    listen_port: Annotated[
+        int | None, typer.Option(help="DEEPaaS's name for --port.", rich_help_panel=panel.DEEPAAS)
+    ] = None,
+    abeja_style: Annotated[
+        str | None, typer.Option(help=ABEJA_STYLE_HELP, rich_help_panel=panel.ABEJA)
     ] = None,
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C (over HTTP only on Ray Serve)."""
@@ -154,6 +240,7 @@ def serve(
             "missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler, "
             "MODEL_NAME=Class for a Seldon component, or pass --dialect deepaas for DEEPaaS entry points)"
         )
+    instead = hints.instead(target, dialect)
     project = _project(target)
     if project is not None:
         target = project.pop("target", ".")
@@ -162,8 +249,8 @@ def serve(
         target=target,
         dialect=dialect,
         name=name,
-        host=host,
-        port=port,
+        host=_first(host, listen_ip),
+        port=_first(port, http_port, listen_port),
         grpc_port=grpc_port,
         grpc_enabled=False if no_grpc else None,
         workers=workers,
@@ -196,8 +283,8 @@ def serve(
         ray_num_cpus=ray_num_cpus,
     )
     configure_logging(settings.log_level)
-    settings = _with_platform_environment(settings)
-    runtime = runtime_or_exit(settings)
+    settings = _with_platform_environment(settings, instead)
+    runtime = runtime_or_exit(settings, instead)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
         # Imported when used: a single process serving a model keeps neither in memory.
@@ -217,6 +304,11 @@ def serve(
     raise typer.Exit(code)
 
 
+def _first(*given: Any) -> Any:
+    """The first option given of an option and the platforms' names for it."""
+    return next((value for value in given if value is not None), None)
+
+
 def _project(target: str | None) -> dict[str, Any] | None:
     """The settings of ``target/inferd.yaml`` when the target is a project folder; the folder then
     becomes the working directory, as each platform ran its code from the project's root."""
@@ -234,7 +326,7 @@ def _project(target: str | None) -> dict[str, Any] | None:
     return found
 
 
-def _with_platform_environment(settings: Settings) -> Settings:
+def _with_platform_environment(settings: Settings, instead: str | None = None) -> Settings:
     """``settings`` with the dialect detected once (the runtime and the workers need not detect it
     again), completed by the dialect's platform variables where nothing else set a field."""
     from inferd.core.errors import TargetError
@@ -244,7 +336,7 @@ def _with_platform_environment(settings: Settings) -> Settings:
         dialect = resolve_dialect(settings.dialect, settings.target)
         found = dialect.settings_from_environment()
     except TargetError as exc:
-        fail(exc.message)
+        fail(exc.message, instead=instead)
     except ValueError as exc:
         fail(f"invalid platform environment variable: {exc}")
     fresh = {key: value for key, value in found.items() if key not in settings.model_fields_set}
