@@ -104,3 +104,12 @@ def test_models_piped_keeps_long_names_whole() -> None:
     assert result.returncode == 0, result.stderr
     assert name in result.stdout
     assert f"POST /v2/models/{name}/infer" in result.stdout
+
+
+def test_init_prints_the_next_commands_unbroken(tmp_path: Path) -> None:
+    """At 80 columns the suggested `inferd call` used to break before its input path."""
+    result = inferd("init", "a-project-with-a-fairly-long-name", "--dialect", "seldon", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    name = "a-project-with-a-fairly-long-name"
+    expected = f"inferd call {name} --input {name}/sample.json"
+    assert any(expected in line for line in result.stderr.splitlines())

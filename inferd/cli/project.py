@@ -38,6 +38,7 @@ def init(
         f"Next: [bold]inferd serve {escape(str(folder))}[/], then "
         f"[bold]inferd call {name} --input {escape(str(folder / 'sample.json'))}[/] (see the README).",
         highlight=False,
+        soft_wrap=True,  # commands to copy: never broken across lines
     )
 
 
