@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,20 @@ def test_an_allowed_origin_that_is_no_origin_exits_2() -> None:
     result = inferd("serve", IRIS, "--port", "0", "--allowed-origin", "example.com")
     assert result.returncode == 2
     assert "origin 'example.com' is not '*' or http(s)://host[:port]" in result.stderr.replace("\n", " ")
+
+
+def test_help_loads_no_server_engine_or_numpy() -> None:
+    """`inferd --help` used to import the server, the engines and numpy (about a second); each command
+    now imports what it runs when it runs."""
+    script = (
+        "import sys\nfrom inferd.cli import main\nsys.argv = ['inferd', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('numpy', 'pydantic', 'inferd.server', 'inferd.engines', 'inferd.dialects', 'grpc')\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout
+    assert result.stdout.splitlines()[-1] == "LOADED []"
