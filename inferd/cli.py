@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -19,8 +18,7 @@ from rich.table import Table
 
 from inferd import __version__
 from inferd.core.errors import EngineError, InferdError, ListenError, ModelLoadError, TargetError
-from inferd.core.importer import split_target
-from inferd.core.project import project_settings
+from inferd.core.project import InvalidSettings, Project, Resolver, absolute, settings_from
 from inferd.core.settings import Settings
 from inferd.dialects import resolve_dialect
 from inferd.engines import local
@@ -30,7 +28,6 @@ from inferd.server.app import Runtime, build_runtime
 from inferd.server.logging import configure_logging, log_format
 
 if TYPE_CHECKING:  # the dialects' command-line helpers load only for their commands: serving stays lean
-    from inferd.deploy.project import Project
     from inferd.dialects.abeja import local as abeja
     from inferd.dialects.abeja.service import AbejaModel, Call
 
@@ -61,31 +58,15 @@ def _fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _absolute(target: str) -> str:
-    """A target naming a file or folder, made absolute: models may change the working directory on
-    load (Cortex projects do), and worker processes resolve the target again."""
-    module, attr = split_target(target)
-    if not Path(module).exists():
-        return target
-    return str(Path(module).resolve()) + (f":{attr}" if attr else "")
-
-
-def _settings(project: dict[str, Any] | None = None, **given: Any) -> Settings:
-    """Settings from a project's ``inferd.yaml``, overridden by ``INFERD_*`` variables, overridden by the
-    options given on the command line."""
-    from_project = {
-        key: value for key, value in (project or {}).items() if f"INFERD_{key.upper()}" not in os.environ
-    }
-    given = {**from_project, **{key: value for key, value in given.items() if value is not None}}
+def _settings(**given: Any) -> Settings:
+    """Settings from ``INFERD_*`` variables, overridden by the options given on the command line."""
+    given = {key: value for key, value in given.items() if value is not None}
     if given.get("target"):
-        given["target"] = _absolute(given["target"])
+        given["target"] = absolute(given["target"], Path.cwd())
     try:
-        return Settings(**given)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
-        )
-        _fail(f"invalid option: {problems}")
+        return settings_from(given)
+    except InvalidSettings as exc:
+        _fail(exc.message)
 
 
 def _version(value: bool) -> None:
@@ -228,12 +209,9 @@ def serve(
             "missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler, "
             "MODEL_NAME=Class for a Seldon component, or pass --dialect deepaas for DEEPaaS entry points)"
         )
-    project = _project(target)
-    if project is not None:
-        target = project.pop("target", ".")
-    settings = _settings(
-        project=project,
-        target=target,
+    project = _project(
+        target,
+        lambda name, target: resolve_dialect(name, target).name,
         dialect=dialect,
         name=name,
         host=host,
@@ -269,8 +247,10 @@ def serve(
         ray_haproxy=ray_haproxy,
         ray_num_cpus=ray_num_cpus,
     )
-    configure_logging(settings.log_level)
-    settings = _with_platform_environment(settings)
+    if project.file is not None:  # each platform ran its code from the project's root
+        os.chdir(project.folder)
+    configure_logging(project.settings.log_level)
+    settings = _with_platform_environment(project)
     runtime = _runtime_or_exit(settings)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
@@ -291,18 +271,12 @@ def serve(
     raise typer.Exit(code)
 
 
-def _project(target: str | None) -> dict[str, Any] | None:
-    """The settings of ``target/inferd.yaml`` when the target is a project folder; the folder then
-    becomes the working directory, as each platform ran its code from the project's root."""
-    if not target or not Path(target).is_dir():
-        return None
+def _project(target: str | None, resolve: Resolver | None = None, **given: Any) -> Project:
+    """``target``'s project (its ``inferd.yaml`` read), with the options given on the command line."""
     try:
-        found = project_settings(Path(target))
+        return Project.load(target, given, resolve)
     except TargetError as exc:
         _fail(exc.message)
-    if found is not None:
-        os.chdir(target)
-    return found
 
 
 @app.command()
@@ -320,7 +294,7 @@ def init(
         written = scaffold.create(folder, dialect)
     except scaffold.ScaffoldError as exc:
         _fail(str(exc))
-    name = scaffold.names(folder)["name"]
+    name = _project(str(folder)).name
     for path in written:
         errors.print(f"  [green]created[/] {escape(str(path))}", highlight=False)
     errors.print(
@@ -330,11 +304,12 @@ def init(
     )
 
 
-def _with_platform_environment(settings: Settings) -> Settings:
-    """``settings`` with the dialect detected once (the runtime and the workers need not detect it
-    again), completed by the dialect's platform variables where nothing else set a field."""
+def _with_platform_environment(project: Project) -> Settings:
+    """The project's settings with its dialect told once (the runtime and the workers need not detect
+    it again), completed by the dialect's platform variables where nothing else set a field."""
+    settings = project.settings
     try:
-        dialect = resolve_dialect(settings.dialect, settings.target)
+        dialect = resolve_dialect(project.dialect, settings.target)
         found = dialect.settings_from_environment()
     except TargetError as exc:
         _fail(exc.message)
@@ -741,19 +716,27 @@ ProjectTarget = Annotated[
 NameOption = Annotated[str | None, typer.Option(help="Serve the model under this name (names resources).")]
 
 
-def _deployment(target: str, **given: Any) -> tuple[Project, Settings]:
-    """The project folder of ``target`` and the settings given on the command line."""
-    from inferd.deploy.project import project_of
+def _deployment(target: str, **given: Any) -> Project:
+    """``target``'s project, its dialect told if its code can be imported here (for the extras)."""
 
-    return project_of(target), _settings(**given)
+    def told(name: str, target: str) -> str:
+        try:
+            return resolve_dialect(name, target).name
+        except Exception:  # user code that does not import here: the image's server will tell
+            return name
+
+    return _project(target, told, **given)
 
 
 @export_app.command("k8s")
 def export_k8s(
     target: ProjectTarget,
     kind: Annotated[
-        str, typer.Option("--target", help="deployment (+ Service + HPA), kserve or rayservice.")
-    ] = "deployment",
+        str | None,
+        typer.Option(
+            "--target", help="deployment (+ Service + HPA), kserve or rayservice [default: by the engine]."
+        ),
+    ] = None,
     image: Annotated[str | None, typer.Option(help="The project's image [default: NAME:latest].")] = None,
     name: NameOption = None,
     dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
@@ -769,10 +752,11 @@ def export_k8s(
 ) -> None:
     """Print (or write) Kubernetes manifests serving TARGET from its image, for `kubectl apply -f`."""
     from inferd.deploy import k8s
+    from inferd.deploy.image import resource_name
 
-    if kind not in k8s.KINDS:
+    if kind is not None and kind not in k8s.KINDS:
         _fail(f"unknown --target {kind!r}: choose one of {', '.join(k8s.KINDS)}")
-    project, settings = _deployment(
+    project = _deployment(
         target,
         name=name,
         dialect=dialect,
@@ -781,7 +765,8 @@ def export_k8s(
         ray_haproxy=ray_haproxy,
         max_batch_size=max_batch_size,
     )
-    text = k8s.to_yaml(k8s.manifests(kind, project, settings, image or f"{project.name}:latest"))
+    kind = kind or ("rayservice" if project.engine == "ray" else "deployment")
+    text = k8s.to_yaml(k8s.manifests(kind, project, image or f"{resource_name(project)}:latest"))
     if output is None:
         sys.stdout.write(text)
         return
@@ -809,15 +794,20 @@ def build(
 ) -> None:
     """Write a Dockerfile and a .dockerignore into TARGET's project folder, for `docker build`."""
     from inferd.deploy import docker
+    from inferd.deploy.image import resource_name
+    from inferd.deploy.wheel import WheelError
 
-    project, settings = _deployment(target, name=name, dialect=dialect, engine=engine)
-    files = docker.image_files(project, settings, extra or [], inferd_spec, base)
+    project = _deployment(target, name=name, dialect=dialect, engine=engine)
     dockerfile = project.folder / docker.DOCKERFILE
     if dockerfile.exists() and not force:
         _fail(f"{dockerfile} exists: pass --force to replace it")
+    try:
+        files = docker.image_files(project, extra or [], inferd_spec, base)
+    except WheelError as exc:
+        _fail(str(exc), code=1)
     dockerfile.write_text(files.dockerfile)
     (project.folder / docker.DOCKERIGNORE).write_text(files.dockerignore)
-    command = f"docker build -t {project.name} {project.folder}"
+    command = f"docker build -t {resource_name(project)} {project.folder}"
     errors.print(
         f"wrote {dockerfile} and {docker.DOCKERIGNORE}; build with: {command}",
         highlight=False,
