@@ -10,9 +10,8 @@ command is given wins over both.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from inferd.core.errors import TargetError
-from inferd.core.importer import split_target
+from inferd.core.importer import split_target, working_directory
 from inferd.core.settings import Settings
 
 PROJECT_FILE = "inferd.yaml"
@@ -71,7 +70,7 @@ class Project:
         settings = settings_from(values)
         dialect: str = settings.dialect
         if dialect == "auto" and resolve is not None:
-            with _inside(folder if file is not None else None):
+            with working_directory(folder if file is not None else None):
                 dialect = resolve(dialect, settings.target)
         return cls(folder, settings.target, settings, dialect, file, from_file - {"target"})
 
@@ -143,20 +142,6 @@ def _folder_of(target: str | None) -> Path:
     if target and path.is_file():
         return path.resolve().parent
     return Path.cwd().resolve()
-
-
-@contextlib.contextmanager
-def _inside(folder: Path | None) -> Iterator[None]:
-    """``folder`` as the working directory for a while (a project's module targets import from it)."""
-    if folder is None:
-        yield
-        return
-    saved = Path.cwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(saved)
 
 
 def _has(folder: Path, pattern: str) -> bool:
