@@ -76,7 +76,8 @@ class Project:
 
     @property
     def name(self) -> str:
-        """The served model's name when the project gives one, else its folder's."""
+        """The project's name (its image's, its resources'): the name it serves under when it gives
+        one, else its folder's."""
         return self.settings.name or self.folder.name
 
     @property
