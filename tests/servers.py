@@ -81,18 +81,24 @@ def serve(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     free_ports: bool = True,
+    python: Path | None = None,
 ) -> Iterator[RunningServer]:
     """Run ``inferd serve TARGET --port 0 --grpc-port 0 ARGS`` until the block ends, then SIGTERM it;
-    without ``free_ports`` the ports are left to ARGS and the environment."""
+    without ``free_ports`` the ports are left to ARGS and the environment. ``python`` runs the inferd
+    installed in another environment (this tree is then kept off PYTHONPATH)."""
     ports = ("--port", "0", "--grpc-port", "0") if free_ports else ()
     command = inferd_command("serve", target, *ports, *args)
+    environment = {**os.environ, **(env or {})}
+    if python is not None:
+        command[0] = str(python)
+        environment.pop("PYTHONPATH", None)
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=cwd or ROOT,
-        env=with_this_tree({**os.environ, **(env or {})}),
+        env=environment if python is not None else with_this_tree(environment),
     )
     stderr_lines: list[str] = []
     drain = threading.Thread(target=_drain, args=(process, stderr_lines), daemon=True)

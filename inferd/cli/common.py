@@ -7,7 +7,6 @@ typer and this package, and each command imports what it runs when it runs.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 if TYPE_CHECKING:
+    from inferd.core.project import Project, Resolver
     from inferd.core.settings import Settings
     from inferd.server.app import Runtime
 
@@ -39,37 +39,33 @@ def fail(message: str, code: int = USAGE_ERROR, instead: str | None = None) -> N
     raise typer.Exit(code)
 
 
-def absolute(target: str) -> str:
-    """A target naming a file or folder, made absolute: models may change the working directory on
-    load (Cortex projects do), and worker processes resolve the target again."""
-    from inferd.core.importer import split_target
+def settings_from(**given: Any) -> Settings:
+    """Settings from ``INFERD_*`` variables, overridden by the options given on the command line (None
+    is not given); invalid ones end the command with code 2."""
+    from inferd.core.project import InvalidSettings, absolute
+    from inferd.core.project import settings_from as validated
 
-    module, attr = split_target(target)
-    if not Path(module).exists():
-        return target
-    return str(Path(module).resolve()) + (f":{attr}" if attr else "")
-
-
-def settings_from(project: dict[str, Any] | None = None, **given: Any) -> Settings:
-    """Settings from a project's ``inferd.yaml``, overridden by ``INFERD_*`` variables, overridden by the
-    options given on the command line."""
-    from pydantic import ValidationError
-
-    from inferd.core.settings import Settings
-
-    from_project = {
-        key: value for key, value in (project or {}).items() if f"INFERD_{key.upper()}" not in os.environ
-    }
-    given = {**from_project, **{key: value for key, value in given.items() if value is not None}}
+    given = {key: value for key, value in given.items() if value is not None}
     if given.get("target"):
-        given["target"] = absolute(given["target"])
+        given["target"] = absolute(given["target"], Path.cwd())
     try:
-        return Settings(**given)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()
-        )
-        fail(f"invalid option: {problems}")
+        return validated(given)
+    except InvalidSettings as exc:
+        fail(exc.message)
+
+
+def load_project(
+    target: str | None, resolve: Resolver | None = None, instead: str | None = None, **given: Any
+) -> Project:
+    """``target``'s project (its ``inferd.yaml`` read) with the options given on the command line; one
+    that cannot be read ends the command with code 2, suggesting what to type ``instead``."""
+    from inferd.core.errors import TargetError
+    from inferd.core.project import Project
+
+    try:
+        return Project.load(target, given, resolve)
+    except TargetError as exc:
+        fail(exc.message, instead=instead)
 
 
 def runtime_or_exit(settings: Settings, instead: str | None = None) -> Runtime:

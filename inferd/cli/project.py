@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from inferd.cli.common import DIALECT_HELP, errors, fail, settings_from
+from inferd.cli.common import DIALECT_HELP, errors, fail, load_project
 
 if TYPE_CHECKING:
-    from inferd.core.settings import Settings
-    from inferd.deploy.project import Project
+    from inferd.core.project import Project
 
 
 def init(
@@ -31,7 +30,7 @@ def init(
         written = scaffold.create(folder, dialect)
     except scaffold.ScaffoldError as exc:
         fail(str(exc))
-    name = scaffold.names(folder)["name"]
+    name = load_project(str(folder)).name
     for path in written:
         errors.print(f"  [green]created[/] {escape(str(path))}", highlight=False)
     errors.print(
@@ -48,18 +47,27 @@ ProjectTarget = Annotated[
 NameOption = Annotated[str | None, typer.Option(help="Serve the model under this name (names resources).")]
 
 
-def _deployment(target: str, **given: Any) -> tuple[Project, Settings]:
-    """The project folder of ``target`` and the settings given on the command line."""
-    from inferd.deploy.project import project_of
+def _deployment(target: str, **given: Any) -> Project:
+    """``target``'s project, its dialect told if its code can be imported here (for the extras)."""
+    from inferd.dialects import resolve_dialect
 
-    return project_of(target), settings_from(**given)
+    def told(name: str, target: str) -> str:
+        try:
+            return resolve_dialect(name, target).name
+        except Exception:  # user code that does not import here: the image's server will tell
+            return name
+
+    return load_project(target, told, **given)
 
 
 def export_k8s(
     target: ProjectTarget,
     kind: Annotated[
-        str, typer.Option("--target", help="deployment (+ Service + HPA), kserve or rayservice.")
-    ] = "deployment",
+        str | None,
+        typer.Option(
+            "--target", help="deployment (+ Service + HPA), kserve or rayservice [default: by the engine]."
+        ),
+    ] = None,
     image: Annotated[str | None, typer.Option(help="The project's image [default: NAME:latest].")] = None,
     name: NameOption = None,
     dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
@@ -75,10 +83,11 @@ def export_k8s(
 ) -> None:
     """Print (or write) Kubernetes manifests serving TARGET from its image, for `kubectl apply -f`."""
     from inferd.deploy import k8s
+    from inferd.deploy.image import resource_name
 
-    if kind not in k8s.KINDS:
+    if kind is not None and kind not in k8s.KINDS:
         fail(f"unknown --target {kind!r}: choose one of {', '.join(k8s.KINDS)}")
-    project, settings = _deployment(
+    project = _deployment(
         target,
         name=name,
         dialect=dialect,
@@ -87,7 +96,8 @@ def export_k8s(
         ray_haproxy=ray_haproxy,
         max_batch_size=max_batch_size,
     )
-    text = k8s.to_yaml(k8s.manifests(kind, project, settings, image or f"{project.name}:latest"))
+    kind = kind or ("rayservice" if project.engine == "ray" else "deployment")
+    text = k8s.to_yaml(k8s.manifests(kind, project, image or f"{resource_name(project)}:latest"))
     if output is None:
         sys.stdout.write(text)
         return
@@ -114,15 +124,20 @@ def build(
 ) -> None:
     """Write a Dockerfile and a .dockerignore into TARGET's project folder, for `docker build`."""
     from inferd.deploy import docker
+    from inferd.deploy.image import resource_name
+    from inferd.deploy.wheel import WheelError
 
-    project, settings = _deployment(target, name=name, dialect=dialect, engine=engine)
-    files = docker.image_files(project, settings, extra or [], inferd_spec, base)
+    project = _deployment(target, name=name, dialect=dialect, engine=engine)
     dockerfile = project.folder / docker.DOCKERFILE
     if dockerfile.exists() and not force:
         fail(f"{dockerfile} exists: pass --force to replace it")
+    try:
+        files = docker.image_files(project, extra or [], inferd_spec, base)
+    except WheelError as exc:
+        fail(str(exc), code=1)
     dockerfile.write_text(files.dockerfile)
     (project.folder / docker.DOCKERIGNORE).write_text(files.dockerignore)
-    command = f"docker build -t {project.name} {project.folder}"
+    command = f"docker build -t {resource_name(project)} {project.folder}"
     errors.print(
         f"wrote {dockerfile} and {docker.DOCKERIGNORE}; build with: {command}",
         highlight=False,

@@ -19,12 +19,14 @@ from inferd.cli.common import (
     ArgOption,
     FileOption,
     fail,
+    load_project,
     read,
     runtime_or_exit,
     settings_from,
 )
 
 if TYPE_CHECKING:
+    from inferd.core.project import Project
     from inferd.core.settings import Settings
 
 
@@ -226,6 +228,7 @@ def serve(
 ) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C (over HTTP only on Ray Serve)."""
     from inferd.core.errors import EngineError, ListenError, ModelLoadError
+    from inferd.dialects import resolve_dialect
     from inferd.engines import local
     from inferd.server.logging import configure_logging, log_format
 
@@ -241,12 +244,10 @@ def serve(
             "MODEL_NAME=Class for a Seldon component, or pass --dialect deepaas for DEEPaaS entry points)"
         )
     instead = hints.instead(target, dialect)
-    project = _project(target)
-    if project is not None:
-        target = project.pop("target", ".")
-    settings = settings_from(
-        project=project,
-        target=target,
+    project = load_project(
+        target,
+        lambda name, target: resolve_dialect(name, target).name,
+        instead,
         dialect=dialect,
         name=name,
         host=_first(host, listen_ip),
@@ -282,8 +283,10 @@ def serve(
         ray_haproxy=ray_haproxy,
         ray_num_cpus=ray_num_cpus,
     )
-    configure_logging(settings.log_level)
-    settings = _with_platform_environment(settings, instead)
+    if project.file is not None:  # each platform ran its code from the project's root
+        os.chdir(project.folder)
+    configure_logging(project.settings.log_level)
+    settings = _with_platform_environment(project, instead)
     runtime = runtime_or_exit(settings, instead)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     try:
@@ -309,31 +312,15 @@ def _first(*given: Any) -> Any:
     return next((value for value in given if value is not None), None)
 
 
-def _project(target: str | None) -> dict[str, Any] | None:
-    """The settings of ``target/inferd.yaml`` when the target is a project folder; the folder then
-    becomes the working directory, as each platform ran its code from the project's root."""
-    from inferd.core.errors import TargetError
-    from inferd.core.project import project_settings
-
-    if not target or not Path(target).is_dir():
-        return None
-    try:
-        found = project_settings(Path(target))
-    except TargetError as exc:
-        fail(exc.message)
-    if found is not None:
-        os.chdir(target)
-    return found
-
-
-def _with_platform_environment(settings: Settings, instead: str | None = None) -> Settings:
-    """``settings`` with the dialect detected once (the runtime and the workers need not detect it
-    again), completed by the dialect's platform variables where nothing else set a field."""
+def _with_platform_environment(project: Project, instead: str | None = None) -> Settings:
+    """The project's settings with its dialect told once (the runtime and the workers need not detect
+    it again), completed by the dialect's platform variables where nothing else set a field."""
     from inferd.core.errors import TargetError
     from inferd.dialects import resolve_dialect
 
+    settings = project.settings
     try:
-        dialect = resolve_dialect(settings.dialect, settings.target)
+        dialect = resolve_dialect(project.dialect, settings.target)
         found = dialect.settings_from_environment()
     except TargetError as exc:
         fail(exc.message, instead=instead)

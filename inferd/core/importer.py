@@ -8,6 +8,7 @@ alone and keeps the file's name from shadowing a library of that name.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -15,7 +16,7 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
@@ -59,6 +60,21 @@ def import_from_string(target: str) -> Any:
         except AttributeError:
             raise TargetError(f"'{module_name}' has no attribute '{attr}'") from None
     return obj
+
+
+@contextlib.contextmanager
+def working_directory(folder: Path | None) -> Iterator[None]:
+    """Run user module code with relative paths (and module names) resolving against ``folder``, the
+    project's, then return to the working directory of before (None: stay where it is)."""
+    if folder is None:
+        yield
+        return
+    before = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def add_to_path(folder: Path) -> None:

@@ -8,11 +8,11 @@ import json
 import shlex
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from inferd import __version__
-from inferd.core.settings import Settings
-from inferd.deploy.project import APP_DIR, GRPC_PORT, HTTP_PORT, READY_PATH, Project, environment
+from inferd.core.project import Project
+from inferd.deploy.image import APP_DIR, GRPC_PORT, HTTP_PORT, READY_PATH, environment, image_target
+from inferd.deploy.wheel import WHEEL_DIR, requirement
 
 DOCKERFILE = "Dockerfile"
 DOCKERIGNORE = ".dockerignore"
@@ -32,10 +32,6 @@ IGNORED = (
     DOCKERFILE,
     DOCKERIGNORE,
 )
-#: Files in a project that call for an extra of inferd.
-EXTRA_MARKERS = {"*.onnx": "onnx", "saved_model.pb": "tensorflow"}
-#: Extras a dialect always needs.
-DIALECT_EXTRAS = {"abeja": "video"}
 
 
 @dataclass(frozen=True)
@@ -44,36 +40,16 @@ class ImageFiles:
     dockerignore: str
 
 
-def extras(project: Project, settings: Settings, more: list[str]) -> list[str]:
-    """inferd's extras for the project: ONNX or TensorFlow models found in its folder, the dialect's
-    own needs, Ray for the ray engine, and ``more``."""
-    found = {extra for pattern, extra in EXTRA_MARKERS.items() if _has(project.folder, pattern)}
-    if settings.dialect in DIALECT_EXTRAS:
-        found.add(DIALECT_EXTRAS[settings.dialect])
-    if settings.engine == "ray":
-        found.add("ray")
-    return sorted(found | set(more))
-
-
-def _has(folder: Path, pattern: str) -> bool:
-    return any(True for _ in folder.rglob(pattern))
-
-
-def requirement(chosen: list[str], spec: str | None) -> str:
-    """What pip installs for inferd: ``spec`` when given (a wheel, a URL), else this version."""
-    if spec:
-        return spec
-    return f"inferd[{','.join(chosen)}]=={__version__}" if chosen else f"inferd=={__version__}"
-
-
-def dockerfile(project: Project, settings: Settings, inferd_spec: str, base: str | None) -> str:
+def dockerfile(project: Project, inferd_spec: str, base: str | None) -> str:
+    """The image's recipe; ``inferd_spec`` is what pip installs for inferd (a wheel of the build
+    context is copied first, at the same place relative to the working directory)."""
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     has_requirements = (project.folder / "requirements.txt").is_file()
     variables = {
         "INFERD_HOST": "0.0.0.0",
         "INFERD_PORT": str(HTTP_PORT),
         "INFERD_GRPC_PORT": str(GRPC_PORT),
-        **environment(settings),
+        **environment(project),
     }
     ready = f"http://127.0.0.1:{HTTP_PORT}{READY_PATH}"
     check = f"import urllib.request; urllib.request.urlopen('{ready}', timeout=3)"
@@ -81,8 +57,9 @@ def dockerfile(project: Project, settings: Settings, inferd_spec: str, base: str
         f"# Written by `inferd build` (inferd {__version__}): the project in {APP_DIR}, served by inferd.",
         f"FROM {base or f'python:{python}-slim'}",
         "ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1",
-        f"RUN pip install {_quote(inferd_spec)}",
         f"WORKDIR {APP_DIR}",
+        *([f"COPY {WHEEL_DIR}/ {WHEEL_DIR}/"] if inferd_spec.startswith(f"./{WHEEL_DIR}/") else []),
+        f"RUN pip install {_quote(inferd_spec)}",
         *(["COPY requirements.txt ./", "RUN pip install -r requirements.txt"] if has_requirements else []),
         "COPY . .",
         # inferd keeps state (training jobs) under the working directory: the user must own it.
@@ -92,7 +69,7 @@ def dockerfile(project: Project, settings: Settings, inferd_spec: str, base: str
         f"EXPOSE {HTTP_PORT} {GRPC_PORT}",
         "HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 "
         f"CMD {json.dumps(['python', '-c', check])}",
-        f"CMD {json.dumps(['inferd', 'serve', project.target])}",
+        f"CMD {json.dumps(['inferd', 'serve', image_target(project)])}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -103,7 +80,9 @@ def _quote(value: str) -> str:
 
 
 def image_files(
-    project: Project, settings: Settings, more_extras: list[str], inferd_spec: str | None, base: str | None
+    project: Project, more_extras: list[str], inferd_spec: str | None, base: str | None
 ) -> ImageFiles:
-    spec = requirement(extras(project, settings, more_extras), inferd_spec)
-    return ImageFiles(dockerfile(project, settings, spec, base), "\n".join(IGNORED) + "\n")
+    """The Dockerfile and .dockerignore of ``project``; unless ``inferd_spec`` says what to install,
+    a wheel of the running inferd may be written into the project folder (see `requirement`)."""
+    spec = inferd_spec or requirement(project.extras(more_extras), project.folder)
+    return ImageFiles(dockerfile(project, spec, base), "\n".join(IGNORED) + "\n")

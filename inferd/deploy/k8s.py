@@ -14,18 +14,19 @@ from typing import Any
 
 import yaml
 
+from inferd.core.project import Project
 from inferd.core.settings import Settings
-from inferd.deploy.project import (
+from inferd.deploy.image import (
     APP_DIR,
     GRPC_PORT,
     HTTP_PORT,
     LIVE_PATH,
     PLACED,
     READY_PATH,
-    Project,
     environment,
     given,
-    kubernetes_name,
+    image_target,
+    resource_name,
 )
 
 Manifest = dict[str, Any]
@@ -38,11 +39,6 @@ RAY_SERVE_PORT = 8000
 #: The Ray image tag when Ray is not installed here to tell its version.
 RAY_VERSION = "2.60.0"
 APP_BUILDER = "inferd.engines.ray:app_builder"
-
-
-def _name(project: Project, settings: Settings) -> str:
-    """The resources' name: the served model's (``--name``), else the project folder's."""
-    return kubernetes_name(settings.name) if settings.name else project.name
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -74,7 +70,7 @@ def _probes() -> dict[str, Any]:
     }
 
 
-def _server(project: Project, settings: Settings, image: str, name: str, grpc: bool) -> dict[str, Any]:
+def _server(project: Project, image: str, name: str, grpc: bool) -> dict[str, Any]:
     """The inferd container: the command, the settings as variables, its ports and probes."""
     ports = [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}]
     if grpc:
@@ -83,12 +79,12 @@ def _server(project: Project, settings: Settings, image: str, name: str, grpc: b
         "INFERD_HOST": "0.0.0.0",
         "INFERD_PORT": str(HTTP_PORT),
         **({"INFERD_GRPC_PORT": str(GRPC_PORT)} if grpc else {"INFERD_GRPC_ENABLED": "false"}),
-        **environment(settings),
+        **environment(project),
     }
     return {
         "name": name,
         "image": image,
-        "command": ["inferd", "serve", project.target],
+        "command": ["inferd", "serve", image_target(project)],
         "env": _env(variables),
         "ports": ports,
         **_probes(),
@@ -96,16 +92,16 @@ def _server(project: Project, settings: Settings, image: str, name: str, grpc: b
     }
 
 
-def deployment(project: Project, settings: Settings, image: str) -> list[Manifest]:
+def deployment(project: Project, image: str) -> list[Manifest]:
     """A Deployment, a Service (HTTP and gRPC) and an HPA on CPU owning the replica count (fixed at
     ``replicas`` unless ``autoscale`` gives a range)."""
-    name = _name(project, settings)
+    name, settings = resource_name(project), project.settings
     low, high = settings.autoscale_range
     pod = {
         "metadata": {"labels": _labels(name)},
         "spec": {
             "terminationGracePeriodSeconds": int(settings.graceful_timeout) + 5,
-            "containers": [_server(project, settings, image, "inferd", grpc=settings.grpc_enabled)],
+            "containers": [_server(project, image, "inferd", grpc=settings.grpc_enabled)],
         },
     }
     service_ports = [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}]
@@ -147,12 +143,12 @@ def deployment(project: Project, settings: Settings, image: str) -> list[Manifes
     ]
 
 
-def kserve(project: Project, settings: Settings, image: str) -> list[Manifest]:
+def kserve(project: Project, image: str) -> list[Manifest]:
     """A KServe InferenceService whose predictor is the inferd container (``kserve-container`` on
     8080, HTTP only: KServe routes one port), scaled between ``autoscale``'s bounds."""
-    name = _name(project, settings)
+    name, settings = resource_name(project), project.settings
     low, high = settings.autoscale_range
-    container = _server(project, settings, image, "kserve-container", grpc=False)
+    container = _server(project, image, "kserve-container", grpc=False)
     container["ports"] = [{"containerPort": HTTP_PORT, "protocol": "TCP"}]
     return [
         {
@@ -164,12 +160,13 @@ def kserve(project: Project, settings: Settings, image: str) -> list[Manifest]:
     ]
 
 
-def serve_config(project: Project, settings: Settings) -> dict[str, Any]:
-    """Ray Serve's config of the app: inferd's application builder with the settings as arguments."""
+def serve_config(project: Project) -> dict[str, Any]:
+    """Ray Serve's config of the app: inferd's application builder with the settings as arguments
+    (those of ``inferd.yaml`` too: the builder reads no project file)."""
     args: dict[str, Any] = {
-        "target": project.target,
+        "target": image_target(project, inner=True),
         "workdir": APP_DIR,
-        **given(settings, leave_out=PLACED | {"ray_haproxy"}),
+        **given(project, leave_out=PLACED | {"ray_haproxy"}, with_file=True),
     }
     return {
         "applications": [
@@ -194,11 +191,11 @@ def _ray_container(name: str, image: str, settings: Settings, ports: list[dict[s
     return container
 
 
-def rayservice(project: Project, settings: Settings, image: str) -> list[Manifest]:
+def rayservice(project: Project, image: str) -> list[Manifest]:
     """A KubeRay RayService: a Ray cluster of the image (Ray and inferd installed, the project in
     ``/app``) whose Serve application is inferd's; Ray's autoscaler adds worker pods when
     ``autoscale`` asks for more replicas than fit."""
-    name = _name(project, settings)
+    name, settings = resource_name(project), project.settings
     low, high = settings.autoscale_range
     head_ports = [
         {"name": "gcs-server", "containerPort": 6379},
@@ -230,23 +227,23 @@ def rayservice(project: Project, settings: Settings, image: str) -> list[Manifes
             "kind": "RayService",
             "metadata": _metadata(name),
             "spec": {
-                "serveConfigV2": yaml.safe_dump(serve_config(project, settings), sort_keys=False),
+                "serveConfigV2": yaml.safe_dump(serve_config(project), sort_keys=False),
                 "rayClusterConfig": cluster,
             },
         }
     ]
 
 
-KINDS: dict[str, Callable[[Project, Settings, str], list[Manifest]]] = {
+KINDS: dict[str, Callable[[Project, str], list[Manifest]]] = {
     "deployment": deployment,
     "kserve": kserve,
     "rayservice": rayservice,
 }
 
 
-def manifests(kind: str, project: Project, settings: Settings, image: str) -> list[Manifest]:
+def manifests(kind: str, project: Project, image: str) -> list[Manifest]:
     """The manifests of ``kind`` (one of ``KINDS``)."""
-    return KINDS[kind](project, settings, image)
+    return KINDS[kind](project, image)
 
 
 def _string(dumper: Any, text: str) -> Any:

@@ -88,7 +88,7 @@ def test_a_file_target_is_named_inside_the_image_and_replicas_fix_the_count() ->
     assert deployment["metadata"]["name"] == "iris-model"
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][-1] == "/app/model.py:Iris"
-    assert container["image"] == "iris:latest"
+    assert container["image"] == "iris-model:latest"  # what `inferd build --name Iris_Model` tags
     assert env_of(container)["INFERD_NAME"] == "Iris_Model"
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (3, 3)
 
@@ -151,3 +151,33 @@ def test_an_unknown_kind_exits_2() -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "deployment, kserve, rayservice" in done.stderr
+
+
+def test_inferd_yaml_names_the_resources_and_its_engine_picks_the_rayservice(tmp_path: Path) -> None:
+    """A project made by ``inferd init``: its inferd.yaml's ``name`` names the resources, ``engine:
+    ray`` makes a RayService the default, and the Serve application gets the file's settings (Ray's
+    builder reads no project file) with the handler as the image holds it."""
+    project = tmp_path / "shop"
+    made = subprocess.run(
+        inferd_command("init", str(project), "--dialect", "abeja"), capture_output=True, text=True, timeout=60
+    )
+    assert made.returncode == 0, made.stderr
+    settings = yaml.safe_load((project / "inferd.yaml").read_text())
+    (project / "inferd.yaml").write_text(yaml.safe_dump({**settings, "name": "Scorer", "engine": "ray"}))
+    (service,) = export(str(project))
+    assert service["kind"] == "RayService" and service["metadata"]["name"] == "scorer"
+    (application,) = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"]
+    assert application["args"] == {
+        "target": "main:handler",
+        "workdir": "/app",
+        "dialect": "abeja",
+        "name": "Scorer",
+    }
+    head = service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["image"] == "scorer:latest"
+    deployment, service_, _ = export(str(project), "--target", "deployment")
+    assert deployment["metadata"]["name"] == service_["metadata"]["name"] == "scorer"
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    # the image's server reads its copy of inferd.yaml in /app: nothing of it is repeated
+    assert container["command"] == ["inferd", "serve", "/app"]
+    assert "INFERD_NAME" not in env_of(container) and "INFERD_DIALECT" not in env_of(container)

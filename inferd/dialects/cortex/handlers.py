@@ -8,16 +8,13 @@ function is checked at startup: 0.8/0.9 two-parameter or 0.10 three-parameter na
 from __future__ import annotations
 
 import inspect
-import os
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 from inferd.core.errors import TargetError
-from inferd.core.importer import add_to_path, import_file_privately
+from inferd.core.importer import add_to_path, import_file_privately, working_directory
 from inferd.dialects.cortex import log
 from inferd.dialects.cortex.config import ApiConfig
 
@@ -37,17 +34,6 @@ class Handlers:
     path: str
     pre_inference: Hook | None
     post_inference: Hook | None
-
-
-@contextmanager
-def working_directory(folder: Path) -> Iterator[None]:
-    """Run user module code with relative paths resolving against the project dir."""
-    before = Path.cwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 def prepare_imports(api: ApiConfig) -> None:
