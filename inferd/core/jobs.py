@@ -301,7 +301,7 @@ class JobRunner:
     def _outcome(self, job: _Job) -> tuple[Any, ...] | None:
         """The child's message, or None if it died without one; the process is gone on return."""
         while True:
-            ready = wait([job.reader, job.kept.process.sentinel], timeout=POLL_SECONDS)
+            ready = wait([job.reader, job.kept.sentinel], timeout=POLL_SECONDS)
             if job.reader in ready or (ready and job.reader.poll()):
                 try:
                     outcome: tuple[Any, ...] | None = job.reader.recv()

@@ -43,6 +43,11 @@ class KeptProcess:
         return self.process.pid
 
     @property
+    def sentinel(self) -> int:
+        """Ready (for `multiprocessing.connection.wait`) once it has ended, without reaping it."""
+        return self.process.sentinel
+
+    @property
     def exitcode(self) -> int | None:
         """None while it runs; reading it reaps a process that has ended."""
         return self.process.exitcode
