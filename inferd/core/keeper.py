@@ -68,6 +68,14 @@ class KeptProcess:
             self.killed_for = reason
             self.signal(SIGKILL)
 
+    def forget(self) -> None:
+        """Once it has ended: drop its live gauges (requests in flight) from the multiprocess
+        metrics, so a replaced worker or model process is not counted as still answering."""
+        if self.pid is not None and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(self.pid)
+
     def over_memory(self, limit: int) -> bool:
         """Kill it for ``memory`` when its resident memory is over ``limit`` bytes; True if it was."""
         pid = self.pid

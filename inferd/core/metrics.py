@@ -7,7 +7,6 @@ Gauges declare how they combine across worker processes, so the numbers stay rig
 from __future__ import annotations
 
 import bisect
-import os
 import time
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -44,15 +43,6 @@ RESTARTS = Counter(
     "process of an isolated worker) and reason (exit, signal, memory, hang).",
     ["process", "reason"],
 )
-
-
-def forget_process(pid: int | None) -> None:
-    """Drop a dead process's live gauges (requests in flight) from the multiprocess metrics, so a
-    replaced worker or model process is not counted as still answering."""
-    if pid is not None and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
-        multiprocess.mark_process_dead(pid)
 
 
 class Series:

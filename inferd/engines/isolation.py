@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import ModelLoadError, ModelProcessLost, RetryLater
 from inferd.core.keeper import KeptProcess
-from inferd.core.metrics import RESTARTS, forget_process
+from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB
 from inferd.core.settings import Settings
 from inferd.engines import model_process
@@ -176,7 +176,7 @@ class ModelProcess:
             return
         reason = generation.process.reason()
         RESTARTS.labels("model", reason).inc()
-        forget_process(generation.process.pid)
+        generation.process.forget()
         logger.error(
             "model process %s was lost (%s, exit code %s); %d in-flight requests got 503; starting a new one",
             generation.process.pid,

@@ -28,7 +28,7 @@ from multiprocessing.queues import Queue
 from typing import Any
 
 from inferd.core.keeper import KeptProcess, stop_all
-from inferd.core.metrics import RESTARTS, forget_process
+from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB
 from inferd.core.settings import Settings
 from inferd.engines.isolation import ModelProcess
@@ -170,7 +170,7 @@ class Supervisor:
                     worker.exitcode,
                     worker.reason(),
                 )
-                forget_process(worker.pid)
+                worker.forget()
                 self.workers[index] = self._start(fields, sock, ready, worker.reason())
 
     @property
