@@ -19,18 +19,17 @@ import shutil
 import signal
 import sqlite3
 import threading
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from inferd.core.keeper import SIGKILL, KeptProcess, stop_all
 from inferd.core.processes import alive, end_with_parent, identity
 
 logger = logging.getLogger("inferd.jobs")
@@ -40,7 +39,6 @@ STOPPED = "server stopped while the job was running"
 POLL_SECONDS = 1.0
 #: How long a job that already sent its output may take to exit before it is terminated.
 EXIT_GRACE_SECONDS = 5.0
-_SIGKILL: int = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -193,7 +191,7 @@ class JobStore:
 @dataclass
 class _Job:
     uuid: str
-    process: BaseProcess
+    kept: KeptProcess
     reader: Connection
     cleanup: tuple[Path, ...]
     #: Set when the runner itself ends the process, so its death is not reported as a failure.
@@ -231,7 +229,9 @@ class JobRunner:
             process = self._context.Process(
                 target=_run_child, args=(target, writer), name=f"inferd-job-{record.uuid[:8]}"
             )
-            job = _Job(record.uuid, process, reader, tuple(cleanup))
+            job = _Job(
+                record.uuid, KeptProcess(process, f"job {record.uuid}", group=True), reader, tuple(cleanup)
+            )
             try:
                 process.start()
             finally:
@@ -244,7 +244,7 @@ class JobRunner:
             raise
         with self._lock:
             self._jobs[record.uuid] = job
-        threading.Thread(target=self._watch, args=(job,), name=job.process.name, daemon=True).start()
+        threading.Thread(target=self._watch, args=(job,), name=process.name, daemon=True).start()
 
     def cancel(self, uuid: str, timeout: float = 5.0) -> bool:
         """Mark the job cancelled and stop its process (terminate, then kill after ``timeout``).
@@ -301,25 +301,23 @@ class JobRunner:
     def _outcome(self, job: _Job) -> tuple[Any, ...] | None:
         """The child's message, or None if it died without one; the process is gone on return."""
         while True:
-            ready = wait([job.reader, job.process.sentinel], timeout=POLL_SECONDS)
+            ready = wait([job.reader, job.kept.sentinel], timeout=POLL_SECONDS)
             if job.reader in ready or (ready and job.reader.poll()):
                 try:
                     outcome: tuple[Any, ...] | None = job.reader.recv()
                 except (EOFError, OSError):  # died mid-send, or without sending
                     outcome = None
-                if outcome is not None:
-                    job.process.join(EXIT_GRACE_SECONDS)  # e.g. non-daemon threads left behind
-                    if job.process.exitcode is None:
-                        logger.warning("job %s sent its output but did not exit; terminating it", job.uuid)
-                _end_process(job.process, EXIT_GRACE_SECONDS)
+                if outcome is not None and not job.kept.join(EXIT_GRACE_SECONDS):  # e.g. threads left
+                    logger.warning("job %s sent its output but did not exit; terminating it", job.uuid)
+                job.kept.stop(EXIT_GRACE_SECONDS)
                 return outcome
             if ready:
-                job.process.join()
+                job.kept.join()
                 return None
             if not job.stopping and self._ended_elsewhere(job.uuid):
                 logger.info("job %s was cancelled or deleted elsewhere; stopping its process", job.uuid)
                 job.stopping = True
-                _end_process(job.process, EXIT_GRACE_SECONDS)
+                job.kept.stop(EXIT_GRACE_SECONDS)
 
     def _ended_elsewhere(self, uuid: str) -> bool:
         """Whether another worker cancelled or deleted the record; a store error is not an answer."""
@@ -341,7 +339,7 @@ class JobRunner:
             logger.error("job %s failed:\n%s", job.uuid, details)
             self.store.fail(job.uuid, message)
         elif not job.stopping:
-            code = job.process.exitcode
+            code = job.kept.exitcode
             message = f"the job's process ended without a result (exit code {code})"
             if code is not None and code < 0:
                 message = f"{message[:-1]}: killed by {_signal_name(-code)})"
@@ -374,48 +372,20 @@ def _run_child(target: Callable[[], Any], writer: Connection) -> None:
 def _end_group() -> None:
     """In an orphaned job's process: end it and whatever it started (its process group)."""
     if hasattr(os, "killpg") and os.getpgid(0) == os.getpid():
-        os.killpg(0, _SIGKILL)
+        os.killpg(0, SIGKILL)
     os._exit(1)
 
 
 def _stop(jobs: Sequence[_Job], timeout: float) -> None:
     """From another thread: terminate the jobs' processes, kill those that outlive ``timeout``, and
     wait until their watchers have recorded the end and cleaned up. Only the watcher reaps a process."""
-    for job in jobs:
-        _signal(job.process, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    for job in jobs:
-        job.done.wait(max(0.0, deadline - time.monotonic()))
-    survivors = [job for job in jobs if not job.done.is_set()]
-    for job in survivors:
-        _signal(job.process, _SIGKILL)
-    for job in survivors:
-        job.done.wait(timeout)
-
-
-def _end_process(process: BaseProcess, timeout: float) -> None:
-    """From the watcher: terminate the process (group), then kill it after ``timeout``, and reap it."""
-    if process.exitcode is None:
-        _signal(process, signal.SIGTERM)
-        process.join(timeout)
-    if process.exitcode is None:
-        _signal(process, _SIGKILL)
-    process.join()
-
-
-def _signal(process: BaseProcess, signum: int) -> None:
-    """Signal the process's group when it leads one (only while it is unreaped, so the id is its own)."""
-    pid = process.pid
-    if pid is not None and hasattr(os, "killpg"):
-        with contextlib.suppress(OSError):
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signum)
-                return
-    with contextlib.suppress(OSError):
-        if signum == _SIGKILL:
-            process.kill()
-        else:
-            process.terminate()
+    done = {id(job.kept): job.done for job in jobs}
+    stop_all(
+        [job.kept for job in jobs],
+        timeout,
+        wait=lambda kept, wait_for: done[id(kept)].wait(wait_for),
+        after_kill=timeout,
+    )
 
 
 def _remove(paths: Sequence[Path]) -> None:

@@ -1,4 +1,5 @@
-"""Facts about processes that several rooms need: resident memory, and ending with the parent."""
+"""Facts about processes that several rooms need: resident memory, open files, descendants, an
+identity that outlives the process, and ending with the parent (`inferd.core.keeper` acts on them)."""
 
 from __future__ import annotations
 

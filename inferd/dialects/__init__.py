@@ -1,5 +1,6 @@
 """One room per handler convention, reached through import strings so optional dependencies load
-only when their dialect is chosen. Dialects never import one another."""
+only when their dialect is chosen. Dialects never import one another, except the graph dialect,
+which composes them: it reuses Seldon's components and reaches the others through `get_dialect`."""
 
 from __future__ import annotations
 

@@ -16,17 +16,16 @@ import asyncio
 import itertools
 import logging
 import multiprocessing
-import os
 import socket
 from dataclasses import dataclass, field
-from multiprocessing.process import BaseProcess
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import ModelLoadError, ModelProcessLost, RetryLater
+from inferd.core.keeper import KeptProcess
 from inferd.core.metrics import RESTARTS
-from inferd.core.processes import MIB, rss_bytes
+from inferd.core.processes import MIB
 from inferd.core.settings import Settings
 from inferd.engines import model_process
 from inferd.engines.frames import read_frame, write_frame
@@ -51,19 +50,12 @@ Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
 class _Generation:
     """One model process and the requests waiting for it."""
 
-    process: BaseProcess
+    process: KeptProcess
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     names: tuple[str, ...]
     grpc_port: int | None
     pending: dict[int, asyncio.Future[Answer]] = field(default_factory=dict)
-    #: Why the worker killed it (memory, hang); None while it lives or when it died by itself.
-    killed_for: str | None = None
-
-    def kill(self, reason: str) -> None:
-        if self.killed_for is None and self.process.exitcode is None:
-            self.killed_for = reason
-            self.process.kill()
 
 
 class ModelProcess:
@@ -99,12 +91,8 @@ class ModelProcess:
         generation = self.current
         if generation is None:
             return
-        write_frame(generation.writer, "close")
-        await asyncio.to_thread(generation.process.join, self.settings.graceful_timeout + 5)
-        if generation.process.exitcode is None:
-            logger.warning("the model process %s did not stop in time; killing it", generation.process.pid)
-            generation.process.kill()
-            await asyncio.to_thread(generation.process.join)
+        write_frame(generation.writer, "close")  # it ignores SIGTERM: its worker says when it stops
+        await asyncio.to_thread(generation.process.stop, self.settings.graceful_timeout + 5, terminate=False)
         generation.writer.close()
 
     async def call(self, scope: dict[str, Any], body: bytes) -> Answer:
@@ -126,7 +114,7 @@ class ModelProcess:
                 generation.process.pid,
                 self.settings.hang_timeout,
             )
-            generation.kill("hang")
+            generation.process.kill("hang")
             return await future  # failed with the others once the process is gone
         finally:
             generation.pending.pop(call, None)
@@ -160,7 +148,7 @@ class ModelProcess:
             raise ModelLoadError(reason)
         _, names, grpc_port = frame
         logger.info("model process %s is ready", process.pid)
-        return _Generation(process, reader, writer, tuple(names), grpc_port)
+        return _Generation(KeptProcess(process, "model process"), reader, writer, tuple(names), grpc_port)
 
     def _adopt(self, generation: _Generation) -> None:
         self.current = generation
@@ -186,15 +174,14 @@ class ModelProcess:
         await asyncio.to_thread(generation.process.join)
         if self._closing:
             return
-        code = generation.process.exitcode or 0
-        reason = generation.killed_for or ("signal" if code < 0 else "exit")
+        reason = generation.process.reason()
         RESTARTS.labels("model", reason).inc()
-        _forget_gauges(generation.process.pid)
+        generation.process.forget()
         logger.error(
             "model process %s was lost (%s, exit code %s); %d in-flight requests got 503; starting a new one",
             generation.process.pid,
             reason,
-            code,
+            generation.process.exitcode or 0,
             len(lost),
         )
         await self._restart()
@@ -218,18 +205,8 @@ class ModelProcess:
     async def _watch_memory(self, limit: int) -> None:
         while True:
             await asyncio.sleep(self.settings.memory_check_interval)
-            generation = self.current
-            if generation is None or generation.process.pid is None:
-                continue
-            rss = rss_bytes(generation.process.pid)
-            if rss is not None and rss > limit:
-                logger.error(
-                    "model process %s uses %d MiB, over the limit of %d MiB; killing it",
-                    generation.process.pid,
-                    rss // MIB,
-                    limit // MIB,
-                )
-                generation.kill("memory")
+            if self.current is not None:
+                self.current.process.over_memory(limit)
 
     def _keep(self, coroutine: Any) -> None:
         task = asyncio.create_task(coroutine)
@@ -244,16 +221,8 @@ LOST_BECAUSE = {
 
 
 def _lost_error(generation: _Generation) -> ModelProcessLost:
-    cause = LOST_BECAUSE.get(generation.killed_for or "", "the model's process died")
+    cause = LOST_BECAUSE.get(generation.process.killed_for or "", "the model's process died")
     return ModelProcessLost(f"{cause} while answering; it is being replaced, retry later")
-
-
-def _forget_gauges(pid: int | None) -> None:
-    """Drop a dead process's live gauges (requests in flight) from the multiprocess metrics."""
-    if pid is not None and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
-        multiprocess.mark_process_dead(pid)
 
 
 class Forwarder:

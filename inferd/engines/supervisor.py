@@ -24,12 +24,12 @@ import tempfile
 import threading
 import time
 from contextlib import ExitStack
-from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from typing import Any
 
+from inferd.core.keeper import KeptProcess, stop_all
 from inferd.core.metrics import RESTARTS
-from inferd.core.processes import MIB, rss_bytes
+from inferd.core.processes import MIB
 from inferd.core.settings import Settings
 from inferd.engines.isolation import ModelProcess
 from inferd.engines.local import Endpoints, LocalBackend, OnReady, run, serve
@@ -84,7 +84,7 @@ class Supervisor:
         self.settings = settings
         self.on_ready = on_ready
         self.stopping = threading.Event()
-        self.workers: list[BaseProcess] = []
+        self.workers: list[KeptProcess] = []
         self.metrics_sock: socket.socket | None = None
 
     def run(self) -> int:
@@ -130,12 +130,12 @@ class Supervisor:
 
     def _start(
         self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any], replaced_for: str | None = None
-    ) -> BaseProcess:
+    ) -> KeptProcess:
         process = _spawn.Process(
             target=_worker_main, args=(fields, sock, self.metrics_sock, ready, replaced_for), daemon=False
         )
         process.start()
-        return process
+        return KeptProcess(process, "worker")
 
     def _wait_ready(self, ready: Queue[Any]) -> bool:
         """Announce once every worker has loaded its models; fail if one dies on the way."""
@@ -155,25 +155,23 @@ class Supervisor:
         return True
 
     def _supervise(self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any]) -> None:
-        from prometheus_client import multiprocess
-
-        killed_for: dict[int | None, str] = {}
         next_memory_check = time.monotonic()
         while not self.stopping.wait(POLL_SECONDS):
             if self._memory_limit is not None and time.monotonic() >= next_memory_check:
                 next_memory_check = time.monotonic() + self.settings.memory_check_interval
-                killed_for.update(self._kill_over_limit(self._memory_limit))
-            for index, process in enumerate(self.workers):
-                if process.exitcode is None:
+                for worker in self.workers:
+                    worker.over_memory(self._memory_limit)
+            for index, worker in enumerate(self.workers):
+                if worker.exitcode is None:
                     continue
-                code = process.exitcode
-                reason = killed_for.pop(process.pid, None) or ("signal" if code < 0 else "exit")
                 logger.warning(
-                    "worker %s exited with code %s (%s); starting a new one", process.pid, code, reason
+                    "worker %s exited with code %s (%s); starting a new one",
+                    worker.pid,
+                    worker.exitcode,
+                    worker.reason(),
                 )
-                if process.pid is not None:
-                    multiprocess.mark_process_dead(process.pid)
-                self.workers[index] = self._start(fields, sock, ready, reason)
+                worker.forget()
+                self.workers[index] = self._start(fields, sock, ready, worker.reason())
 
     @property
     def _memory_limit(self) -> int | None:
@@ -181,27 +179,5 @@ class Supervisor:
         limit = self.settings.worker_memory_limit
         return None if limit is None or self.settings.isolate else limit * MIB
 
-    def _kill_over_limit(self, limit: int) -> dict[int | None, str]:
-        killed: dict[int | None, str] = {}
-        for process in self.workers:
-            rss = rss_bytes(process.pid) if process.pid is not None and process.exitcode is None else None
-            if rss is not None and rss > limit:
-                logger.error(
-                    "worker %s uses %d MiB, over the limit of %d MiB; killing it",
-                    process.pid,
-                    rss // MIB,
-                    limit // MIB,
-                )
-                process.kill()
-                killed[process.pid] = "memory"
-        return killed
-
     def _stop_all(self) -> None:
-        for process in self.workers:
-            if process.exitcode is None and process.pid is not None:
-                os.kill(process.pid, signal.SIGTERM)
-        for process in self.workers:
-            process.join(self.settings.graceful_timeout + 5)
-            if process.exitcode is None:
-                process.kill()
-                process.join()
+        stop_all(self.workers, self.settings.graceful_timeout + 5)

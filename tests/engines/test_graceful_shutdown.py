@@ -24,9 +24,10 @@ def slow_request(seconds: float) -> dict[str, object]:
     return {"inputs": [{"name": "seconds", "shape": [1], "datatype": "FP32", "data": [seconds]}]}
 
 
-def gone(pids: list[int]) -> bool:
-    """No process of ``pids`` runs; a zombie has ended (an init that does not reap, as in some
-    containers, leaves the multiprocessing resource tracker as one)."""
+def gone(pids: list[int], within: float = 5.0) -> bool:
+    """No process of ``pids`` runs, at the latest ``within`` seconds from now; a zombie has ended (an
+    init that does not reap, as in some containers, leaves the multiprocessing resource tracker as
+    one). The wait is for that tracker too: it exits on its own once the server has, not before."""
 
     def running(pid: int) -> bool:
         try:
@@ -35,7 +36,12 @@ def gone(pids: list[int]) -> bool:
             return False
         return state != b"Z"
 
-    return not any(running(pid) for pid in pids)
+    deadline = time.monotonic() + within
+    while any(running(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def wait_in_flight(server: RunningServer, model: str) -> None:

@@ -1,5 +1,6 @@
 """The DEEPaaS dialect: models from the ``deepaas.v2.model`` entry-point group, as ``deepaas-run``
-found them, or a ``module`` / ``module:attr`` target for code that is not installed as a package.
+found them, or a ``module`` / ``module:attr`` target for code that is not installed as a package
+(`discovery` finds them).
 
 ``--model-name`` (or ``DEEPAAS_V2_MODEL``) picks one entry point; without it every entry point is
 served side by side under its name. ``deepaas-test`` names the built-in test model.
@@ -8,36 +9,24 @@ served side by side under its name. ``deepaas-test`` names the built-in test mod
 from __future__ import annotations
 
 import inspect
-import logging
-import warnings
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from marshmallow.warnings import RemovedInMarshmallow4Warning
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
-from inferd.core.errors import ModelLoadError, TargetError
-from inferd.core.importer import add_to_path, import_from_string, split_target
+from inferd.core.errors import TargetError
 from inferd.core.model import Model
 from inferd.core.settings import Settings
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, settings_from
-from inferd.dialects.deepaas import rest, stand_in, test_model
+from inferd.dialects.deepaas import rest
+from inferd.dialects.deepaas.discovery import discover, load_target
 from inferd.dialects.deepaas.model import DeepaasModel
 
-logger = logging.getLogger("inferd.deepaas")
-
-GROUP = "deepaas.v2.model"
 #: Methods that make an object a DEEPaaS model (a Seldon class has ``predict`` too).
 MODEL_METHODS = ("get_metadata", "get_predict_args", "get_train_args")
-HOW_TO_REGISTER = (
-    f"register one in the '{GROUP}' entry-point group (pyproject.toml: "
-    f'[project.entry-points."{GROUP}"] mymodel = "mypackage.model:MyModel", then pip install it), '
-    "or serve it directly: inferd serve mypackage.model:MyModel --dialect deepaas "
-    f"(--model-name {test_model.NAME} serves the built-in test model)"
-)
 #: DEEPaaS's environment variables (oslo.config's OS_DEFAULT__<OPTION>) → inferd settings.
 ENVIRONMENT: EnvironmentTable = {
     "DEEPAAS_V2_MODEL": ("model_name", str),
@@ -49,16 +38,6 @@ ENVIRONMENT: EnvironmentTable = {
 }
 DEFAULT_PORT = 5000
 MIN_APISPEC = 6
-
-
-def prepare_imports() -> None:
-    """Before model code is imported. DEEPaaS models declare fields the webargs 5 way (``missing=``,
-    ``location=``, ``description=``), which marshmallow 3 still takes with a deprecation warning per
-    declaration; inferd supports that style on purpose, so the warnings are only noise in the model's
-    log. And they import deepaas's ``BaseModel`` and ``UploadedFile``, which resolve to inferd's
-    equivalents when deepaas is not installed (`stand_in`)."""
-    warnings.filterwarnings("ignore", category=RemovedInMarshmallow4Warning)
-    stand_in.install_aliases()
 
 
 def check_libraries() -> None:
@@ -74,55 +53,6 @@ def check_libraries() -> None:
             "deepaas out of the environment (inferd provides its BaseModel and UploadedFile), or install "
             "it with pip install --no-deps deepaas"
         )
-
-
-def entry_points() -> dict[str, metadata.EntryPoint]:
-    return {point.name: point for point in metadata.entry_points(group=GROUP)}
-
-
-def _test_model() -> Any:
-    return test_model.TestModel
-
-
-def _loadable(name: str, load: Callable[[], Any]) -> Callable[[], Any] | None:
-    """``load`` if the entry point imports here (failures are logged and skipped, as upstream)."""
-    try:
-        load()
-    except Exception:
-        logger.exception("model '%s' of '%s' failed to load; it is not served", name, GROUP)
-        return None
-    return load
-
-
-def discover(settings: Settings) -> dict[str, Callable[[], Any]]:
-    """Served name → how to load the model's object, in each process."""
-    prepare_imports()
-    if settings.target:
-        target = settings.target
-        name = settings.name or (split_target(target)[1] or target.rsplit(".", 1)[-1]).lower()
-        return {name: lambda: load_target(target)}
-    points = entry_points()
-    wanted = settings.model_name
-    if wanted == test_model.NAME and wanted not in points:
-        return {wanted: _test_model}
-    if wanted:
-        point = points.get(wanted)
-        found = _loadable(wanted, point.load) if point is not None else None
-        if found is None:
-            raise ModelLoadError(f"Model '{wanted}' not found in namespace '{GROUP}'")
-        return {wanted: found}
-    models = {name: load for name, point in points.items() if (load := _loadable(name, point.load))}
-    if not models:
-        raise TargetError(f"no DEEPaaS model found: {HOW_TO_REGISTER}")
-    if len(models) > 1:
-        logger.warning("Loading several models is deprecated: %s", ", ".join(models))
-    return models
-
-
-def load_target(target: str) -> Any:
-    prepare_imports()
-    add_to_path(Path.cwd())
-    return import_from_string(target)
 
 
 def looks_like_model(target: str) -> bool:

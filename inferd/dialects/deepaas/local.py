@@ -15,7 +15,7 @@ from marshmallow import ValidationError, fields
 
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import uploads
-from inferd.dialects.deepaas.loader import discover, entry_points
+from inferd.dialects.deepaas.discovery import discover, entry_points
 from inferd.dialects.deepaas.model import DeepaasModel
 from inferd.dialects.deepaas.stand_in import uploaded_file
 from inferd.dialects.deepaas.test_model import NAME as TEST_MODEL

@@ -23,6 +23,8 @@ from inferd.core.jobs import STOPPED, JobRecord, JobRunner, JobStatus, JobStore
 from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, uploads
 from inferd.dialects.deepaas.arguments import parse_or_answer
+from inferd.dialects.deepaas.discovery import discover
+from inferd.dialects.deepaas.model import DeepaasModel
 from inferd.dialects.deepaas.stand_in import is_uploaded_file
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.fallback import ANY_METHOD
@@ -85,9 +87,6 @@ def shown_args(values: dict[str, Any]) -> dict[str, Any]:
 
 def run_training(settings_fields: dict[str, Any], name: str, values: dict[str, Any]) -> Any:
     """In the job's process: load the model as the server does, warm it, and train."""
-    from inferd.dialects.deepaas.loader import discover
-    from inferd.dialects.deepaas.model import DeepaasModel
-
     settings = Settings(**settings_fields)
     model = DeepaasModel(name, discover(settings)[name], settings.warm)
     model.load()
