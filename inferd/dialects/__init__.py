@@ -1,6 +1,7 @@
 """One room per handler convention, reached through import strings so optional dependencies load
-only when their dialect is chosen. Dialects never import one another, except the graph dialect,
-which composes them: it reuses Seldon's components and reaches the others through `get_dialect`."""
+only when their dialect is chosen. Dialects never import one another (lint-imports checks it): the
+graph dialect, which composes them, reaches each through `get_dialect` and speaks Seldon's wire format
+through `inferd.protocols.seldon`."""
 
 from __future__ import annotations
 
