@@ -1,31 +1,14 @@
+"""The servers many test folders share: the bundled iris example and the toy models of tests/models."""
+
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import httpx
-import pytest
-
-from tests.servers import ROOT, RunningServer, serve
+from tests.servers import ROOT, client_of, serve, served
 
 IRIS = str(ROOT / "examples" / "iris")
 TEST_MODELS = ROOT / "tests" / "models"
 
-
-@pytest.fixture(scope="session")
-def iris_server() -> Iterator[RunningServer]:
-    """The bundled iris example served once for the whole session (HTTP + gRPC)."""
-    with serve(IRIS) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def models_server() -> Iterator[RunningServer]:
-    """The toy models of tests/models/native.py, all served by one process."""
-    with serve(str(TEST_MODELS / "native.py"), "--dialect", "native") as server:
-        yield server
-
-
-@pytest.fixture
-def client(iris_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=iris_server.http_url, timeout=30) as http:
-        yield http
+#: The bundled iris example served once for the whole session (HTTP + gRPC).
+iris_server = served(lambda: serve(IRIS))
+#: The toy models of tests/models/native.py, all served by one process.
+models_server = served(lambda: serve(str(TEST_MODELS / "native.py"), "--dialect", "native"))
+client = client_of("iris_server")

@@ -1,8 +1,10 @@
 """Real servers for tests: ``inferd serve`` in a subprocess on free loopback ports, or an ASGI app
-on uvicorn in a thread."""
+on uvicorn in a thread; and the one way a conftest turns them into fixtures (``served``) and clients
+(``client_of``, ``RunningServer.http``, ``RunningServer.grpc_channel``)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import signal
@@ -11,12 +13,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
+import grpc
 import httpx
+import pytest
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -30,6 +35,8 @@ START_TIMEOUT = 60.0
 
 @dataclass
 class RunningServer:
+    """A server `serve` started: its process, where it listens, the models it serves and its log."""
+
     process: subprocess.Popen[str]
     http_url: str
     grpc_address: str | None
@@ -45,6 +52,16 @@ class RunningServer:
     @property
     def log(self) -> str:
         return "".join(self.stderr_lines)
+
+    def http(self, **options: Any) -> httpx.Client:
+        """An httpx client on this server's base URL (30 s timeout unless ``options`` say otherwise);
+        use it as ``with server.http() as http:`` so its connections are closed."""
+        return httpx.Client(base_url=self.http_url, **{"timeout": 30, **options})
+
+    def grpc_channel(self) -> grpc.Channel:
+        """A gRPC channel to this server (``with server.grpc_channel() as channel:``)."""
+        assert self.grpc_address, "the server did not start gRPC"
+        return grpc.insecure_channel(self.grpc_address)
 
     def peak_memory(self) -> int:
         """The server process's peak resident memory so far, in bytes (``VmHWM``, which only grows:
@@ -126,6 +143,39 @@ def serve(
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def served(
+    start: Callable[..., AbstractContextManager[RunningServer]],
+    scope: Literal["session", "module"] = "session",
+) -> Any:
+    """A pytest fixture holding a real server for ``scope``: ``start`` gets the fixtures its parameters
+    name (a project another fixture built, ``tmp_path_factory``...) and returns ``serve(...)``, which
+    the fixture enters and leaves. Assign it to the fixture's name::
+
+        identity_server = served(lambda: serve("Identity", "--dialect", "seldon", cwd=COMPONENTS))
+        v08_server = served(lambda v08_project: serve(str(v08_project / "cortex.yaml")))
+    """
+
+    def fixture(**fixtures: Any) -> Iterator[RunningServer]:
+        with start(**fixtures) as server:
+            yield server
+
+    fixture.__signature__ = inspect.signature(start)  # type: ignore[attr-defined]  # pytest reads it
+    return pytest.fixture(scope=scope)(fixture)
+
+
+def client_of(server: str, **options: Any) -> Any:
+    """A pytest fixture: an httpx client on the base URL of the server fixture named ``server``, one
+    per test (``RunningServer.http(**options)``), closed after it."""
+
+    def fixture(**fixtures: RunningServer) -> Iterator[httpx.Client]:
+        with fixtures[server].http(**options) as http:
+            yield http
+
+    parameter = inspect.Parameter(server, inspect.Parameter.KEYWORD_ONLY)
+    fixture.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    return pytest.fixture(fixture)
 
 
 def _drain(process: subprocess.Popen[str], lines: list[str]) -> None:

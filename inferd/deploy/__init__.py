@@ -1,4 +1,6 @@
-"""Packaging a model project to run elsewhere: a Dockerfile for its image, Kubernetes manifests.
+"""Packaging a model project to run elsewhere: a Dockerfile for its image (`docker`), Kubernetes
+manifests (`k8s`), the project as the image holds it (`image`) and the inferd it installs (`wheel`).
 
-Pure text generation from the settings: nothing here serves, and nothing imports the target.
+Text generated from the project's settings, and at most one wheel of the running inferd: nothing
+here serves, and nothing imports the target.
 """

@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from tests.conftest import TEST_MODELS
-from tests.servers import ROOT, RunningServer, answering_pid, pids_seen, serve
+from tests.servers import ROOT, RunningServer, answering_pid, pids_seen, serve, served
 
 CRASHING = str(TEST_MODELS / "crashing.py")
 LIMITS = {
@@ -33,11 +32,9 @@ def restarts(server: RunningServer, process: str, reason: str) -> float:
     return sum(float(line[len(prefix) :]) for line in text.splitlines() if line.startswith(prefix))
 
 
-@pytest.fixture(scope="module")
-def isolated() -> Iterator[RunningServer]:
-    args = ("--isolate", "--workers", "2", "--dialect", "native")
-    with serve(CRASHING, *args, env=LIMITS) as server:
-        yield server
+isolated = served(
+    lambda: serve(CRASHING, "--isolate", "--workers", "2", "--dialect", "native", env=LIMITS), scope="module"
+)
 
 
 @pytest.mark.parametrize(

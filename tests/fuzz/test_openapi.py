@@ -7,7 +7,6 @@ Left out: repository load/unload (unloading makes later cases 503 by design) and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,17 +21,15 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.dialects.deepaas.conftest import site_env
 from tests.fuzz.conftest import API_EXAMPLES
-from tests.servers import ROOT, RunningServer, serve
+from tests.servers import ROOT, RunningServer, serve, served
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
-@pytest.fixture(scope="module")
-def v2_server() -> Iterator[RunningServer]:
-    with serve(
-        str(ROOT / "tests" / "models" / "native.py") + ":Echo", "--dialect", "native", "--no-grpc"
-    ) as server:
-        yield server
+v2_server = served(
+    lambda: serve(str(ROOT / "tests" / "models" / "native.py") + ":Echo", "--dialect", "native", "--no-grpc"),
+    scope="module",
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +37,14 @@ def v2_schema(v2_server: RunningServer) -> Any:
     return schemathesis.openapi.from_url(v2_server.http_url + "/v2/openapi.json")
 
 
-@pytest.fixture(scope="module")
-def deepaas_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    data = str(tmp_path_factory.mktemp("fuzz-deepaas"))
-    options = ("--dialect", "deepaas", "--model-name", "deepaas-test", "--data-dir", data, "--no-grpc")
-    with serve("", *options, env=site_env()) as server:
-        yield server
+DEEPAAS = ("--dialect", "deepaas", "--model-name", "deepaas-test", "--no-grpc")
+
+deepaas_server = served(
+    lambda tmp_path_factory: serve(
+        "", *DEEPAAS, "--data-dir", str(tmp_path_factory.mktemp("fuzz-deepaas")), env=site_env()
+    ),
+    scope="module",
+)
 
 
 @pytest.fixture(scope="module")

@@ -77,36 +77,36 @@ def models_grpc() -> Iterator[RunningServer]:
         yield server
 
 
-@pytest.fixture
-def models(models_grpc: RunningServer) -> Iterator[triton.InferenceServerClient]:
-    assert models_grpc.grpc_address
-    client = triton.InferenceServerClient(models_grpc.grpc_address)
+def _triton(server: RunningServer) -> Iterator[triton.InferenceServerClient]:
+    assert server.grpc_address
+    client = triton.InferenceServerClient(server.grpc_address)
     yield client
     client.close()
+
+
+@pytest.fixture
+def models(models_grpc: RunningServer) -> Iterator[triton.InferenceServerClient]:
+    yield from _triton(models_grpc)
 
 
 @pytest.fixture
 def iris(iris_server: RunningServer) -> Iterator[triton.InferenceServerClient]:
-    assert iris_server.grpc_address
-    client = triton.InferenceServerClient(iris_server.grpc_address)
-    yield client
-    client.close()
+    yield from _triton(iris_server)
 
 
-def _stub(address: str | None) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
-    assert address
-    with grpc.insecure_channel(address) as channel:
+def _stub(server: RunningServer) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
+    with server.grpc_channel() as channel:
         yield pb_grpc.GRPCInferenceServiceStub(channel)
 
 
 @pytest.fixture
 def models_stub(models_grpc: RunningServer) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
-    yield from _stub(models_grpc.grpc_address)
+    yield from _stub(models_grpc)
 
 
 @pytest.fixture
 def iris_stub(iris_server: RunningServer) -> Iterator[pb_grpc.GRPCInferenceServiceStub]:
-    yield from _stub(iris_server.grpc_address)
+    yield from _stub(iris_server)
 
 
 # ---- helpers ----

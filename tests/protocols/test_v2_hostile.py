@@ -37,14 +37,13 @@ def server() -> Iterator[RunningServer]:
 
 @pytest.fixture(scope="module")
 def http(server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.http_url, timeout=60) as client:
+    with server.http(timeout=60) as client:
         yield client
 
 
 @pytest.fixture(scope="module")
 def channel(server: RunningServer) -> Iterator[grpc.Channel]:
-    assert server.grpc_address
-    with grpc.insecure_channel(server.grpc_address) as opened:
+    with server.grpc_channel() as opened:
         yield opened
 
 

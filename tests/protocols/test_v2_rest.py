@@ -13,7 +13,7 @@ import pytest
 import tritonclient.http as triton
 from tritonclient.utils import InferenceServerException
 
-from tests.servers import RunningServer
+from tests.servers import RunningServer, client_of
 
 IRIS_ROWS = [[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]]
 
@@ -23,10 +23,7 @@ def iris_request(data: object, shape: list[int] | None = None, **extra: object) 
     return {"inputs": [tensor], **extra}
 
 
-@pytest.fixture
-def models(models_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=models_server.http_url, timeout=30) as http:
-        yield http
+models = client_of("models_server")
 
 
 @pytest.fixture

@@ -59,7 +59,7 @@ class Secured:
     ask: Callable[..., httpx.Response]
 
     def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
-        return httpx.Client(base_url=self.server.http_url, timeout=30, headers=headers)
+        return self.server.http(headers=headers)
 
 
 def _v2(http: httpx.Client, seconds: float = 0.0, boom: bool = False, **more: Any) -> httpx.Response:

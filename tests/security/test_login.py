@@ -27,7 +27,7 @@ class Site:
         return f"inferd_login_{self.server.http_url.rsplit(':', 1)[1]}"
 
     def browser(self) -> httpx.Client:
-        return httpx.Client(base_url=self.server.http_url, timeout=30, follow_redirects=False)
+        return self.server.http(follow_redirects=False)
 
     def sign_in(self, http: httpx.Client, token: str, **more: str) -> httpx.Response:
         return http.post("/inferd/login", data={"token": token, **more}, headers=PAGE)

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
 from tests.security.conftest import APPS, PYTHONPATH
-from tests.servers import serve
+from tests.servers import client_of, serve, served
 
 UNLOAD = "/v2/repository/models/sleepy/unload"
 LOAD = "/v2/repository/models/sleepy/load"
@@ -17,13 +15,11 @@ READY = "/v2/models/sleepy/ready"
 INFER = {"inputs": [{"name": "seconds", "shape": [1], "datatype": "FP32", "data": [0.0]}]}
 
 
-@pytest.fixture(scope="module")
-def http() -> Iterator[httpx.Client]:
-    env = {"PYTHONPATH": PYTHONPATH, "INFERD_ALLOWED_HOSTS": "exact.test,.inferd.test"}
-    options = ("--dialect", "native", "--no-grpc", "--allowed-origin", "http://trusted.test:8000")
-    with serve(str(APPS / "native_models.py"), *options, env=env) as server:
-        with httpx.Client(base_url=server.http_url, timeout=30) as client:
-            yield client
+ENV = {"PYTHONPATH": PYTHONPATH, "INFERD_ALLOWED_HOSTS": "exact.test,.inferd.test"}
+OPTIONS = ("--dialect", "native", "--no-grpc", "--allowed-origin", "http://trusted.test:8000")
+
+guarded_server = served(lambda: serve(str(APPS / "native_models.py"), *OPTIONS, env=ENV), scope="module")
+http = client_of("guarded_server")
 
 
 def unload_from(http: httpx.Client, origin: str) -> httpx.Response:

@@ -4,7 +4,6 @@ headless Chromium (submit, see the prediction; screenshots kept under ``test-art
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,29 +15,21 @@ from typer.testing import CliRunner
 from inferd.cli import app
 from tests import browser
 from tests.dialects.abeja.conftest import RUNTIME
-from tests.servers import RunningServer, free_port, serve
+from tests.servers import RunningServer, free_port, serve, served
 
 HERE = Path(__file__).parent / "ui"
+DEEPAAS = ("--dialect", "deepaas", "--name", "uploads", "--no-grpc")
 
-
-@pytest.fixture(scope="module")
-def scale_server() -> Iterator[RunningServer]:
-    with serve(str(HERE / "scale.py"), "--no-grpc") as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def deepaas_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    data = tmp_path_factory.mktemp("deepaas-ui")
-    args = ("--dialect", "deepaas", "--name", "uploads", "--no-grpc", "--data-dir", str(data))
-    with serve("tests.server.ui.uploads", *args) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def abeja_server() -> Iterator[RunningServer]:
-    with serve("main:handler", "--dialect", "abeja", "--no-grpc", cwd=RUNTIME) as server:
-        yield server
+scale_server = served(lambda: serve(str(HERE / "scale.py"), "--no-grpc"), scope="module")
+deepaas_server = served(
+    lambda tmp_path_factory: serve(
+        "tests.server.ui.uploads", *DEEPAAS, "--data-dir", str(tmp_path_factory.mktemp("deepaas-ui"))
+    ),
+    scope="module",
+)
+abeja_server = served(
+    lambda: serve("main:handler", "--dialect", "abeja", "--no-grpc", cwd=RUNTIME), scope="module"
+)
 
 
 @pytest.fixture

@@ -5,21 +5,16 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
 from tests.conftest import TEST_MODELS
-from tests.servers import RunningServer, answering_pid, pids_seen, serve
+from tests.servers import RunningServer, answering_pid, pids_seen, serve, served
 
 PID_REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1]}]}
 
 
-@pytest.fixture(scope="module")
-def two_workers() -> Iterator[RunningServer]:
-    with serve(str(TEST_MODELS / "native.py"), "--workers", "2") as server:
-        yield server
+two_workers = served(lambda: serve(str(TEST_MODELS / "native.py"), "--workers", "2"), scope="module")
 
 
 def worker_pid(server: RunningServer) -> int:

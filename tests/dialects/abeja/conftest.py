@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
-import pytest
-
-from tests.servers import RunningServer, serve
+from tests.servers import client_of, serve, served
 
 PROJECTS = Path(__file__).parent / "projects"
 LEGACY = PROJECTS / "legacy"
@@ -23,25 +19,9 @@ PLATFORM_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
-def legacy_server() -> Iterator[RunningServer]:
-    with serve("main:handler", "--dialect", "abeja", "--name", "legacy", cwd=LEGACY) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def runtime_server() -> Iterator[RunningServer]:
-    with serve("main:handler", "--dialect", "abeja", "--access-log", cwd=RUNTIME, env=PLATFORM_ENV) as server:
-        yield server
-
-
-@pytest.fixture
-def legacy(legacy_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=legacy_server.http_url, timeout=30) as client:
-        yield client
-
-
-@pytest.fixture
-def runtime(runtime_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=runtime_server.http_url, timeout=30) as client:
-        yield client
+legacy_server = served(lambda: serve("main:handler", "--dialect", "abeja", "--name", "legacy", cwd=LEGACY))
+runtime_server = served(
+    lambda: serve("main:handler", "--dialect", "abeja", "--access-log", cwd=RUNTIME, env=PLATFORM_ENV)
+)
+legacy = client_of("legacy_server")
+runtime = client_of("runtime_server")

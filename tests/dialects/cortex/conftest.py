@@ -6,14 +6,14 @@ import importlib.util
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.dialects.cortex import projects
-from tests.servers import ROOT, RunningServer, serve
+from tests.servers import ROOT, client_of, serve, served
+
+IN_THREAD = {"INFERD_PREDICT_IN_THREAD": "true"}
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +57,12 @@ def misc_project(projects_root: Path, models_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def library_names_project(projects_root: Path, models_dir: Path) -> Path:
+    models = {"iris.onnx": models_dir / "iris.onnx"}
+    return make_project(projects_root, "library-names", projects.LIBRARY_NAMES, models)
+
+
+@pytest.fixture(scope="session")
 def tf_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """SavedModels built in a subprocess, so this process never imports TensorFlow."""
     if importlib.util.find_spec("tensorflow") is None:
@@ -75,60 +81,18 @@ def tf_project(projects_root: Path, tf_models_dir: Path) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def tf_server(tf_project: Path) -> Iterator[RunningServer]:
-    with serve(str(tf_project)) as server:
-        yield server
-
-
-@pytest.fixture
-def tf(tf_server: RunningServer) -> Iterator[httpx.Client]:
-    yield from _client(tf_server)
-
-
-def _client(server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.http_url, timeout=30) as http:
-        yield http
-
-
-@pytest.fixture(scope="session")
-def v08_server(v08_project: Path) -> Iterator[RunningServer]:
-    with serve(str(v08_project / "cortex.yaml")) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def v10_server(v10_project: Path) -> Iterator[RunningServer]:
-    """Served by directory, proving the requirements.txt is left alone without --install-requirements."""
-    with serve(str(v10_project)) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def misc_server(misc_project: Path) -> Iterator[RunningServer]:
-    target = str(misc_project / "cortex.yaml")
-    env = {"INFERD_PREDICT_IN_THREAD": "true"}  # handlers run in a thread here, one call at a time
-    with serve(target, "--dialect", "cortex", "--install-requirements", env=env) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def library_names_server(projects_root: Path, models_dir: Path) -> Iterator[RunningServer]:
-    files, models = projects.LIBRARY_NAMES, {"iris.onnx": models_dir / "iris.onnx"}
-    with serve(str(make_project(projects_root, "library-names", files, models)), "--no-grpc") as server:
-        yield server
-
-
-@pytest.fixture
-def v08(v08_server: RunningServer) -> Iterator[httpx.Client]:
-    yield from _client(v08_server)
-
-
-@pytest.fixture
-def v10(v10_server: RunningServer) -> Iterator[httpx.Client]:
-    yield from _client(v10_server)
-
-
-@pytest.fixture
-def misc(misc_server: RunningServer) -> Iterator[httpx.Client]:
-    yield from _client(misc_server)
+tf_server = served(lambda tf_project: serve(str(tf_project)))
+v08_server = served(lambda v08_project: serve(str(v08_project / "cortex.yaml")))
+#: Served by directory, proving the requirements.txt is left alone without --install-requirements.
+v10_server = served(lambda v10_project: serve(str(v10_project)))
+#: Handlers run in a thread here, one call at a time.
+misc_server = served(
+    lambda misc_project: serve(
+        str(misc_project / "cortex.yaml"), "--dialect", "cortex", "--install-requirements", env=IN_THREAD
+    )
+)
+library_names_server = served(lambda library_names_project: serve(str(library_names_project), "--no-grpc"))
+tf = client_of("tf_server")
+v08 = client_of("v08_server")
+v10 = client_of("v10_server")
+misc = client_of("misc_server")

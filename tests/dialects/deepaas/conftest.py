@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.servers import RunningServer, serve
+from tests.servers import RunningServer, client_of, serve, served
 
 SITE = Path(__file__).parent / "site"
 
@@ -28,25 +27,9 @@ def serve_demo(tmp_path_factory: pytest.TempPathFactory, target: str, *args: str
         yield server
 
 
-@pytest.fixture(scope="session")
-def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with serve_demo(tmp_path_factory, "") as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def test_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with serve_demo(tmp_path_factory, "", "--model-name", "deepaas-test") as server:
-        yield server
-
-
-@pytest.fixture
-def demo(demo_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=demo_server.http_url, timeout=30) as http:
-        yield http
-
-
-@pytest.fixture
-def builtin(test_model_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=test_model_server.http_url, timeout=30) as http:
-        yield http
+demo_server = served(lambda tmp_path_factory: serve_demo(tmp_path_factory, ""))
+test_model_server = served(
+    lambda tmp_path_factory: serve_demo(tmp_path_factory, "", "--model-name", "deepaas-test")
+)
+demo = client_of("demo_server")
+builtin = client_of("test_model_server")

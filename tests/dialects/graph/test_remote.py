@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.dialects.graph.conftest import COMPONENTS, predict, write_graph
-from tests.servers import RunningServer, free_port, inferd_command, serve
+from tests.servers import RunningServer, free_port, inferd_command, serve, served
 
 #: Components named by class (MODEL_NAME, target: Router) import from the components folder.
 ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(COMPONENTS), os.environ.get("PYTHONPATH")]))}
@@ -67,11 +67,8 @@ graph:
 """
 
 
-@pytest.fixture(scope="module")
-def remote() -> Iterator[RunningServer]:
-    """Another inferd server: one Seldon component answering every method."""
-    with serve("Remote", "--dialect", "seldon", env=ENV) as server:
-        yield server
+#: Another inferd server: one Seldon component answering every method.
+remote = served(lambda: serve("Remote", "--dialect", "seldon", env=ENV), scope="module")
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import httpx
-import pytest
-
-from tests.servers import RunningServer, serve
+from tests.servers import client_of, serve, served
 
 COMPONENTS = Path(__file__).parent / "components"
 PARAMETERS = json.dumps(
@@ -30,47 +27,15 @@ DEPLOYMENT_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
-def identity_server() -> Iterator[RunningServer]:
-    with serve("Identity", "--dialect", "seldon", cwd=COMPONENTS) as server:
-        yield server
+def component(name: str, *args: str, env: dict[str, str] | None = None) -> Any:
+    """A session fixture serving the component class ``name`` of ``components/``."""
+    return served(lambda: serve(name, "--dialect", "seldon", *args, env=env, cwd=COMPONENTS))
 
 
-@pytest.fixture(scope="session")
-def everything_server() -> Iterator[RunningServer]:
-    with serve(
-        "Everything", "--dialect", "seldon", "--parameters", PARAMETERS, env=DEPLOYMENT_ENV, cwd=COMPONENTS
-    ) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def raw_server() -> Iterator[RunningServer]:
-    with serve("Raw", "--dialect", "seldon", cwd=COMPONENTS) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def legacy_server() -> Iterator[RunningServer]:
-    with serve("Legacy", "--dialect", "seldon", cwd=COMPONENTS) as server:
-        yield server
-
-
-def client(server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.http_url, timeout=30) as http:
-        yield http
-
-
-@pytest.fixture
-def identity(identity_server: RunningServer) -> Iterator[httpx.Client]:
-    yield from client(identity_server)
-
-
-@pytest.fixture
-def everything(everything_server: RunningServer) -> Iterator[httpx.Client]:
-    yield from client(everything_server)
-
-
-@pytest.fixture
-def raw(raw_server: RunningServer) -> Iterator[httpx.Client]:
-    yield from client(raw_server)
+identity_server = component("Identity")
+everything_server = component("Everything", "--parameters", PARAMETERS, env=DEPLOYMENT_ENV)
+raw_server = component("Raw")
+legacy_server = component("Legacy")
+identity = client_of("identity_server")
+everything = client_of("everything_server")
+raw = client_of("raw_server")

@@ -3,8 +3,6 @@ tags and metrics merging, parameters, metadata, health and errors."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import grpc
 import httpx
 import pytest
@@ -13,7 +11,7 @@ from google.protobuf import json_format
 from inferd.protocols.seldon._generated import prediction_pb2 as pb
 from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.dialects.seldon.conftest import COMPONENTS
-from tests.servers import RunningServer, serve
+from tests.servers import RunningServer, client_of, serve, served
 
 NDARRAY = {"data": {"ndarray": [[1, 2]]}}
 STATIC_METRICS = [
@@ -211,13 +209,8 @@ def test_raw_route_aggregate_and_health(raw: httpx.Client) -> None:
     assert raw.get("/health/status").json() == {"jsonData": {"raw": "health"}}
 
 
-@pytest.fixture(scope="module")
-def stubbed() -> Iterator[httpx.Client]:
-    with (
-        serve("Stubbed", "--dialect", "seldon", cwd=COMPONENTS) as server,
-        httpx.Client(base_url=server.http_url) as http,
-    ):
-        yield http
+stubbed_server = served(lambda: serve("Stubbed", "--dialect", "seldon", cwd=COMPONENTS), scope="module")
+stubbed = client_of("stubbed_server")
 
 
 def test_seldon_component_stubs_count_as_absent(stubbed: httpx.Client) -> None:

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from google.protobuf import json_format
 
 from inferd.dialects.seldon.stand_in import install_aliases
 from tests.dialects.seldon.conftest import COMPONENTS
-from tests.servers import ROOT, RunningServer, serve
+from tests.servers import ROOT, RunningServer, serve, served
 
 SELDON_CORE = Path(sys.prefix) / "seldon-core"
 SCRIPT = Path(__file__).parent / "shim_calls.py"
@@ -31,11 +30,7 @@ from seldon_core import utils  # noqa: E402
 from seldon_core.proto import prediction_pb2, prediction_pb2_grpc  # noqa: E402
 from seldon_core.seldon_client import SeldonCallCredentials, SeldonClient, SeldonClientException  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def shims_server() -> Iterator[RunningServer]:
-    with serve("Shims", "--dialect", "seldon", cwd=COMPONENTS) as server:
-        yield server
+shims_server = served(lambda: serve("Shims", "--dialect", "seldon", cwd=COMPONENTS), scope="module")
 
 
 def run_scripts(server: RunningServer, *modes: str) -> list[dict[str, Any]]:
