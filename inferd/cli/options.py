@@ -106,8 +106,9 @@ ALIASES = {
 
 def first_sentence(doc: str | None) -> str:
     """A docstring's first sentence on one line for the help: a setting it names in double backquotes
-    written as its option (``workers`` → --workers), an option named in parentheses dropped (the help
-    sits next to it), backquotes removed."""
+    written as its option (``workers`` → --workers; a name in single backquotes is some other key, a
+    log field's or a file's, and stays), an option named in parentheses dropped (the help sits next to
+    it), backquotes removed."""
     paragraph = " ".join((doc or "").strip().split("\n\n")[0].split())
     sentence = re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0]
     sentence = re.sub(r" \(``--[a-z-]+``\)", "", sentence)

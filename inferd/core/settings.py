@@ -282,8 +282,8 @@ class Settings(BaseSettings):
     over the model settings file."""
 
     model_settings: Path | None = None
-    """A YAML or JSON file mapping model names to their settings (``max_batch_size``,
-    ``max_batch_time_ms``, ``max_queue_size``, ``max_concurrency``)."""
+    """A YAML or JSON file mapping model names to their settings (`max_batch_size`,
+    `max_batch_time_ms`, `max_queue_size`, `max_concurrency`)."""
 
     engine: Engine = "local"
     """What runs the server: ``local`` (this machine: one process, or ``workers`` of them) or ``ray``
