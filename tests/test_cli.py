@@ -84,8 +84,7 @@ def test_invalid_options_exit_2(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_model_that_fails_to_load_stops_serve_with_code_1(workers: str) -> None:
-    args = ("--port", "0", "--grpc-port", "0", "--workers", workers)
-    result = inferd("serve", str(TEST_MODELS / "broken_load.py"), *args)
+    result = inferd("serve", str(TEST_MODELS / "broken_load.py"), "--port", "0", "--workers", workers)
     assert result.returncode == 1
     assert "weights.bin" in result.stderr
     assert "inferd ready" not in result.stdout
