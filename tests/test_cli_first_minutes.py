@@ -34,13 +34,14 @@ def test_serve_help_shows_defaults_and_whole_option_names() -> None:
     assert result.returncode == 0, result.stderr
     text = result.stdout
     flat = " ".join(text.replace("│", " ").split())
-    assert "HTTP port, 0 for a free one [default: 8080]." in flat
-    assert "Interface to bind [default: 127.0.0.1]." in flat
+    assert "HTTP port; 0 picks a free one (the ready line shows it). [default: 8080]" in flat
+    assert "Interface the HTTP and gRPC servers bind to. [default: 127.0.0.1]" in flat
     assert "<bool>" not in text
     assert "…" not in text
     for name in ("--install-requirements", "--nopredict-endpoint", "--http-port", "--listen-port"):
         assert name in option_names(text)
-    for panel in ("Server", "Workers and scaling", "Batching", "Access", "Seldon", "DEEPaaS", "ABEJA"):
+    panels = ("Server", "Logging", "Workers and scaling", "Ray Serve", "Batching", "Limits", "Access")
+    for panel in (*panels, "Seldon", "Inference graphs", "DEEPaaS", "ABEJA"):
         assert f"─ {panel} ─" in text
 
 

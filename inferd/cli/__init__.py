@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from inferd.cli import abeja, client, deepaas, project, serve
-from inferd.cli.help import Command, Group
+from inferd.cli.help import Command, Group, lazy
 
 app = typer.Typer(
     name="inferd",
@@ -44,7 +44,7 @@ def main_options(
     """inferd: one model server for many model conventions."""
 
 
-app.command(cls=Command)(serve.serve)
+app.command("serve", cls=lazy(serve.command))(serve.stand_in)
 app.command(cls=Command)(project.init)
 app.command(cls=Command)(serve.predict)
 app.command(cls=Command)(deepaas.train)

@@ -1,5 +1,6 @@
 """How ``--help`` reads: the defaults written in option help stay visible, flags show no ``<bool>``
-type, and a command's options are grouped into panels.
+type, a command's options are grouped into panels, and ``inferd --help`` lists a command without
+building its options (``Lazy``).
 
 typer renders help with rich, which reads ``[default: 8080]`` as a markup tag and drops it (leaving
 "HTTP port, 0 for a free one ."), and labels every flag ``<bool>`` though a flag takes no value. Every
@@ -9,17 +10,23 @@ help is printed; parsing is untouched.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
-#: The panels of `inferd serve --help`, in this order after typer's own Arguments and Options.
+#: The panels of `inferd serve --help`, shown after typer's own Arguments and Options in the order of
+#: ``options.PANELS``.
 SERVER = "Server"
+LOGGING = "Logging"
 WORKERS = "Workers and scaling"
+RAY = "Ray Serve"
 BATCHING = "Batching"
+LIMITS = "Limits"
 ACCESS = "Access"
 SELDON = "Seldon"
+GRAPHS = "Inference graphs"
 DEEPAAS = "DEEPaaS"
 ABEJA = "ABEJA"
 
@@ -42,7 +49,28 @@ class Command(TyperCommand):
         super().format_help(ctx, formatter)
 
 
+class Lazy(Command):
+    """A stand-in for a command whose options cost an import to build (``serve``'s come from the
+    settings, which import pydantic): ``inferd --help`` lists it from its name and docstring, and the
+    group builds the real command (``load``) only when it runs or shows its own help."""
+
+    load: Callable[[], TyperCommand]
+
+
+def lazy(load: Callable[[], TyperCommand]) -> type[Lazy]:
+    """A ``Lazy`` command class building its real command with ``load``."""
+    return type("Lazy", (Lazy,), {"load": staticmethod(load)})
+
+
 class Group(TyperGroup):
     def format_help(self, ctx: Any, formatter: Any) -> None:
         tidy(self.get_params(ctx))
         super().format_help(ctx, formatter)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        """The command to run: a ``Lazy`` stand-in is replaced by its real command here, where click
+        resolves what to invoke (listing commands in help goes through ``get_command`` only)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if isinstance(command, Lazy):
+            command = command.load()
+        return name, command, rest

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
-from inferd.cli import help as panel
 from inferd.cli import hints
 from inferd.cli.common import (
-    ABEJA_STYLE_HELP,
     DIALECT_HELP,
     ArgOption,
     FileOption,
@@ -24,214 +23,30 @@ from inferd.cli.common import (
     runtime_or_exit,
     settings_from,
 )
+from inferd.cli.help import Command
 
 if TYPE_CHECKING:
     from inferd.core.project import Project
     from inferd.core.settings import Settings
 
 
-def serve(
-    target: Annotated[
-        str | None,
-        typer.Argument(
-            help="path/model.py:Class, module:Class, a directory or config file; "
-            "without it, the ABEJA handler named by HANDLER."
-        ),
-    ] = None,
-    dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
-    name: Annotated[str | None, typer.Option(help="Serve the model under this name.")] = None,
-    host: Annotated[
-        str | None,
-        typer.Option(help="Interface to bind [default: 127.0.0.1].", rich_help_panel=panel.SERVER),
-    ] = None,
-    port: Annotated[
-        int | None,
-        typer.Option(help="HTTP port, 0 for a free one [default: 8080].", rich_help_panel=panel.SERVER),
-    ] = None,
-    grpc_port: Annotated[
-        int | None,
-        typer.Option(help="gRPC port, 0 for a free one [default: 8081].", rich_help_panel=panel.SERVER),
-    ] = None,
-    no_grpc: Annotated[
-        bool, typer.Option("--no-grpc", help="Serve HTTP only.", rich_help_panel=panel.SERVER)
-    ] = False,
-    metrics_port: Annotated[
-        int | None,
-        typer.Option(help="Also serve the Prometheus endpoint on this port.", rich_help_panel=panel.SERVER),
-    ] = None,
-    access_log: Annotated[
-        bool | None,
-        typer.Option("--access-log/--no-access-log", help="Log every request.", rich_help_panel=panel.SERVER),
-    ] = None,
-    log_level: Annotated[
-        str | None, typer.Option(help="debug, info, warning or error.", rich_help_panel=panel.SERVER)
-    ] = None,
-    data_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Where state (training jobs) is kept [default: ./.inferd].", rich_help_panel=panel.SERVER
-        ),
-    ] = None,
-    install_requirements: Annotated[
-        bool | None,
-        typer.Option(
-            "--install-requirements",
-            help="pip-install the project's requirements.txt first.",
-            rich_help_panel=panel.SERVER,
-        ),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Server processes sharing the ports [default: 1].", rich_help_panel=panel.WORKERS),
-    ] = None,
-    isolate: Annotated[
-        bool | None,
-        typer.Option(
-            "--isolate/--no-isolate",
-            help="Run user code in a model process per worker: a crash, hang or memory overrun "
-            "answers 503 and the process is replaced.",
-            rich_help_panel=panel.WORKERS,
-        ),
-    ] = None,
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            help="local (this machine) or ray (Ray Serve replicas) [default: local].",
-            rich_help_panel=panel.WORKERS,
-        ),
-    ] = None,
-    replicas: Annotated[
-        int | None, typer.Option(help="Ray Serve replicas [default: 1].", rich_help_panel=panel.WORKERS)
-    ] = None,
-    autoscale: Annotated[
-        str | None,
-        typer.Option(
-            help="MIN:MAX Ray Serve replicas, scaled by load (replaces --replicas).",
-            rich_help_panel=panel.WORKERS,
-        ),
-    ] = None,
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            help="A Ray cluster to deploy to [default: a local Ray of its own].",
-            rich_help_panel=panel.WORKERS,
-        ),
-    ] = None,
-    ray_haproxy: Annotated[
-        bool | None,
-        typer.Option(
-            "--ray-haproxy", help="Ray Serve's HAProxy ingress (Ray 2.55+).", rich_help_panel=panel.WORKERS
-        ),
-    ] = None,
-    ray_num_cpus: Annotated[
-        float | None,
-        typer.Option(
-            help="CPUs each Ray replica reserves, fractions allowed [default: 1].",
-            rich_help_panel=panel.WORKERS,
-        ),
-    ] = None,
-    max_batch_size: Annotated[
-        int | None,
-        typer.Option(
-            help="Batch up to this many rows per model call [default: 1, off].",
-            rich_help_panel=panel.BATCHING,
-        ),
-    ] = None,
-    max_batch_time_ms: Annotated[
-        float | None,
-        typer.Option(
-            help="How long a batch waits for more requests [default: 1].", rich_help_panel=panel.BATCHING
-        ),
-    ] = None,
-    model_settings: Annotated[
-        Path | None,
-        typer.Option(help="YAML/JSON file of per-model settings (batching).", rich_help_panel=panel.BATCHING),
-    ] = None,
-    auth_token: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Require 'Authorization: Bearer TOKEN' (repeatable); INFERD_AUTH_TOKENS keeps it out of ps.",
-            rich_help_panel=panel.ACCESS,
-        ),
-    ] = None,
-    allowed_origin: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Another site (scheme://host[:port]) whose pages may call control routes (repeatable).",
-            rich_help_panel=panel.ACCESS,
-        ),
-    ] = None,
-    allowed_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="A Host name answered besides loopback ones (repeatable; .example.com, *).",
-            rich_help_panel=panel.ACCESS,
-        ),
-    ] = None,
-    service_type: Annotated[
-        str | None,
-        typer.Option(
-            help="Component type: MODEL, ROUTER, TRANSFORMER, OUTPUT_TRANSFORMER or COMBINER.",
-            rich_help_panel=panel.SELDON,
-        ),
-    ] = None,
-    parameters: Annotated[
-        str | None,
-        typer.Option(
-            help='Component parameters: [{"name": ..., "value": ..., "type": "INT"}].',
-            rich_help_panel=panel.SELDON,
-        ),
-    ] = None,
-    http_port: Annotated[
-        int | None, typer.Option(help="Seldon's name for --port.", rich_help_panel=panel.SELDON)
-    ] = None,
-    model_name: Annotated[
-        str | None,
-        typer.Option(
-            help="The deepaas.v2.model entry point to serve [default: all].", rich_help_panel=panel.DEEPAAS
-        ),
-    ] = None,
-    base_path: Annotated[
-        str | None, typer.Option(help="A prefix for its routes.", rich_help_panel=panel.DEEPAAS)
-    ] = None,
-    predict_endpoint: Annotated[
-        bool | None,
-        typer.Option(
-            "--predict-endpoint/--nopredict-endpoint", help="Predict routes.", rich_help_panel=panel.DEEPAAS
-        ),
-    ] = None,
-    train_endpoint: Annotated[
-        bool | None,
-        typer.Option(
-            "--train-endpoint/--notrain-endpoint", help="Training routes.", rich_help_panel=panel.DEEPAAS
-        ),
-    ] = None,
-    doc_endpoint: Annotated[
-        bool | None,
-        typer.Option(
-            "--doc-endpoint/--nodoc-endpoint", help="Swagger UI at /api.", rich_help_panel=panel.DEEPAAS
-        ),
-    ] = None,
-    warm: Annotated[
-        bool | None,
-        typer.Option("--warm/--nowarm", help="Call warm() first.", rich_help_panel=panel.DEEPAAS),
-    ] = None,
-    listen_ip: Annotated[
-        str | None, typer.Option(help="DEEPaaS's name for --host.", rich_help_panel=panel.DEEPAAS)
-    ] = None,
-    listen_port: Annotated[
-        int | None, typer.Option(help="DEEPaaS's name for --port.", rich_help_panel=panel.DEEPAAS)
-    ] = None,
-    abeja_style: Annotated[
-        str | None, typer.Option(help=ABEJA_STYLE_HELP, rich_help_panel=panel.ABEJA)
-    ] = None,
-) -> None:
+def command() -> TyperCommand:
+    """``inferd serve``: its options generated from the settings (imported here, not for ``inferd
+    --help``)."""
+    from inferd.cli import options
+
+    return options.command(serve, Command)
+
+
+def serve(target: str | None, **values: Any) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C (over HTTP only on Ray Serve)."""
+    from inferd.cli import options
     from inferd.core.errors import EngineError, ListenError, ModelLoadError
     from inferd.dialects import resolve_dialect
     from inferd.engines import local
     from inferd.server.logging import configure_logging, log_format
 
+    dialect = values.pop("dialect")
     if not target and os.environ.get("HANDLER"):
         target, dialect = os.environ["HANDLER"], dialect or "abeja"
     if not target and os.environ.get("MODEL_NAME"):  # a Seldon s2i image
@@ -243,46 +58,11 @@ def serve(
             "missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler, "
             "MODEL_NAME=Class for a Seldon component, or pass --dialect deepaas for DEEPaaS entry points)"
         )
+    given = options.given({**values, "dialect": dialect})
+    if given.get("model_settings") is not None:  # read after the chdir to the project below
+        given["model_settings"] = given["model_settings"].resolve()
     instead = hints.instead(target, dialect)
-    project = load_project(
-        target,
-        lambda name, target: resolve_dialect(name, target).name,
-        instead,
-        dialect=dialect,
-        name=name,
-        host=_first(host, listen_ip),
-        port=_first(port, http_port, listen_port),
-        grpc_port=grpc_port,
-        grpc_enabled=False if no_grpc else None,
-        workers=workers,
-        isolate=isolate,
-        access_log=access_log,
-        log_level=log_level,
-        install_requirements=install_requirements,
-        abeja_style=abeja_style,
-        metrics_port=metrics_port,
-        service_type=service_type,
-        parameters=parameters,
-        model_name=model_name,
-        base_path=base_path,
-        predict_endpoint=predict_endpoint,
-        train_endpoint=train_endpoint,
-        doc_endpoint=doc_endpoint,
-        warm=warm,
-        data_dir=data_dir,
-        max_batch_size=max_batch_size,
-        max_batch_time_ms=max_batch_time_ms,
-        model_settings=model_settings.resolve() if model_settings else None,
-        auth_tokens=auth_token or None,
-        allowed_origins=allowed_origin or None,
-        allowed_hosts=allowed_host or None,
-        engine=engine,
-        replicas=replicas,
-        autoscale=autoscale,
-        ray_address=ray_address,
-        ray_haproxy=ray_haproxy,
-        ray_num_cpus=ray_num_cpus,
-    )
+    project = load_project(target, lambda name, target: resolve_dialect(name, target).name, instead, **given)
     if project.file is not None:  # each platform ran its code from the project's root
         os.chdir(project.folder)
     configure_logging(project.settings.log_level)
@@ -307,9 +87,11 @@ def serve(
     raise typer.Exit(code)
 
 
-def _first(*given: Any) -> Any:
-    """The first option given of an option and the platforms' names for it."""
-    return next((value for value in given if value is not None), None)
+def stand_in() -> None:
+    """What ``inferd --help`` lists for ``serve`` (see ``help.Lazy``)."""
+
+
+stand_in.__doc__ = serve.__doc__
 
 
 def _with_platform_environment(project: Project, instead: str | None = None) -> Settings:

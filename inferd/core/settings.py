@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     """Minimum level of the JSON log lines written to stderr."""
 
     log_format: Literal["auto", "inferd", "abeja"] = "auto"
-    """Fields of the log lines: inferd's, or ABEJA's (``timestamp``, ``log_level``, platform ids);
+    """Fields of the log lines: inferd's, or ABEJA's (`timestamp`, `log_level`, platform ids);
     ``auto`` picks ABEJA's for the ABEJA dialect."""
 
     max_body_size: int = Field(64 * 1024 * 1024, ge=1)
@@ -282,8 +282,8 @@ class Settings(BaseSettings):
     over the model settings file."""
 
     model_settings: Path | None = None
-    """A YAML or JSON file mapping model names to their settings (``max_batch_size``,
-    ``max_batch_time_ms``, ``max_queue_size``, ``max_concurrency``)."""
+    """A YAML or JSON file mapping model names to their settings (`max_batch_size`,
+    `max_batch_time_ms`, `max_queue_size`, `max_concurrency`)."""
 
     engine: Engine = "local"
     """What runs the server: ``local`` (this machine: one process, or ``workers`` of them) or ``ray``
@@ -302,8 +302,8 @@ class Settings(BaseSettings):
     for the server's lifetime, which joins no other cluster."""
 
     ray_haproxy: bool = False
-    """Ray Serve's HAProxy ingress (``RAY_SERVE_ENABLE_HA_PROXY=1``, Ray 2.55 or later) instead of its
-    Python proxy, for the local Ray inferd starts and in exported RayService manifests."""
+    """Ray Serve's HAProxy ingress (Ray 2.55 or later) instead of its Python proxy, for the local Ray
+    inferd starts and in exported RayService manifests. It is Ray's ``RAY_SERVE_ENABLE_HA_PROXY=1``."""
 
     ray_num_cpus: float = Field(1.0, gt=0)
     """CPUs each Ray replica reserves; fractions let several replicas share a core (0.5 fits two
@@ -317,8 +317,8 @@ class Settings(BaseSettings):
     """With ``autoscale`` on Ray: the ongoing requests per replica the autoscaler aims for."""
 
     ray_user_code_thread: bool = False
-    """Run inferd's app in each Ray replica on a thread of its own, as Ray Serve does by default
-    (``RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD``). Off, the app runs on the replica's own event
+    """Run inferd's app in each Ray replica on a thread of its own, as Ray Serve does by default. It is
+    Ray's ``RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD``. Off, the app runs on the replica's own event
     loop: a thread hop fewer for the request and each of its messages, as in Ray Serve's own
     throughput-optimized mode. inferd keeps slow model code off that loop with
     ``predict_in_thread``, which a model whose calls take seconds should set."""
