@@ -1,8 +1,10 @@
 """The one entrance every protocol calls. Protocols decode, call the data plane, and encode.
 
-Everything two protocols would otherwise both do lives here: resolving the model, checking inputs
-against its declared metadata, selecting outputs, hiding model failures behind a generic error, and
-counting metrics.
+Everything two protocols would otherwise both do lives here: resolving the model, checking it is
+ready, admitting the call within the model's concurrency limit and timeout, counting and timing it
+(`DataPlane.call`, which every protocol and dialect enters), and for V2's tensors checking inputs
+against the model's declared metadata, selecting outputs and hiding model failures behind a generic
+error (`DataPlane.infer`).
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Set
 from dataclasses import dataclass
-from typing import TypeVar
+from types import TracebackType
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from inferd.core import metrics
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
 from inferd.core.limits import Gate
+from inferd.core.model import Model
 from inferd.core.registry import ModelRegistry
 from inferd.core.types import (
     InferenceRequest,
@@ -29,6 +33,36 @@ from inferd.core.types import (
 
 logger = logging.getLogger("inferd.dataplane")
 T = TypeVar("T")
+M = TypeVar("M", bound=Model)
+
+
+class ModelCall(Generic[M]):
+    """One call of a served model, from its admission to its answer: ``async with dataplane.call(...)
+    as call`` counts it in flight and times it; ``call.run(work)`` runs the model's code within its
+    gate. The call counts as an error when the block raises or sets ``call.ok = False`` (an answer
+    with an error status). A class, not `contextlib.asynccontextmanager`: this is on every request's
+    path, and a generator-based manager costs several times as much to enter and leave."""
+
+    __slots__ = ("_gate", "_series", "_started", "metadata", "model", "ok")
+
+    def __init__(self, model: M, metadata: ModelMetadata, gate: Gate | None, series: metrics.Series) -> None:
+        #: The model, and its metadata as read when it was loaded.
+        self.model, self.metadata, self.ok = model, metadata, True
+        self._gate, self._series, self._started = gate, series, 0.0
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """``await work()`` within the model's concurrency limit and request timeout, if it has them."""
+        gate = self._gate
+        return await work() if gate is None else await gate.run(work)
+
+    async def __aenter__(self) -> ModelCall[M]:
+        self._started = self._series.begin()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._series.end(self._started, self.ok and kind is None)
 
 
 @dataclass(frozen=True)
@@ -48,9 +82,18 @@ class DataPlane:
         #: Models with a concurrency limit or a request timeout; the others run ungated.
         self.gates = dict(gates or {})
 
+    def call(self, name: str, protocol: str, kind: type[M], version: str | None = None) -> ModelCall[M]:
+        """A call of model ``name`` over ``protocol``, to enter with ``async with``: `ModelNotFound` or
+        `ModelNotReady` before anything is counted (labels only for served models). ``kind`` is the
+        model class the caller's dialect serves, checked so the caller gets its own type."""
+        entry = self.registry.ready_entry(name, version)
+        model, metadata = entry.model, entry.metadata
+        assert isinstance(model, kind) and metadata is not None
+        return ModelCall(model, metadata, self.gates.get(name), metrics.series(name, protocol))
+
     async def run(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
-        """``await work()``, a call of model ``name``'s code, within that model's concurrency limit and
-        request timeout. Every protocol calls model code through here (V2 through `infer`)."""
+        """``await work()``, a call of model ``name``'s code outside an inference (training, feedback
+        to a graph), within that model's concurrency limit and request timeout."""
         gate = self.gates.get(name)
         if gate is None:
             return await work()
@@ -76,17 +119,13 @@ class DataPlane:
     async def infer(
         self, name: str, version: str | None, request: InferenceRequest, protocol: str
     ) -> InferenceResponse:
-        entry = self.registry.ready_entry(name, version)  # before counting: labels only for served models
-        model, metadata = entry.model, entry.metadata
-        assert model is not None and metadata is not None
-        counted = metrics.series(name, protocol)
-        started, ok = counted.begin(), False
-        try:
+        async with self.call(name, protocol, Model, version) as call:
+            model, metadata = call.model, call.metadata
             _check_inputs(metadata, request)
             if metadata.outputs:
                 _check_requested_outputs(name, request, metadata.output_names)
             try:
-                response = await self.run(name, lambda: model.infer(request))
+                response = await call.run(lambda: model.infer(request))
                 outputs = _as_arrays(response.outputs)
             except InferdError:
                 raise
@@ -98,10 +137,7 @@ class DataPlane:
                 outputs = {wanted.name: outputs[wanted.name] for wanted in request.outputs}
             response.outputs = outputs
             response.model_name, response.model_version, response.id = name, model.version, request.id
-            ok = True
             return response
-        finally:
-            counted.end(started, ok)
 
     def repository_index(self, ready_only: bool = False) -> list[ModelIndexEntry]:
         return [

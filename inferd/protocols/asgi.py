@@ -2,13 +2,16 @@
 
 Starlette's `Request` and `Response` objects, and the per-request exception wrapper a function
 endpoint gets, cost about a fifth of a small inference's time in the process. An endpoint written as
-an ASGI app (a class instance given to `Route`) skips them; its exceptions still reach the app's
-exception handlers, so errors are answered exactly as on every other route.
+an ASGI app (a `BareEndpoint`, given to `Route`) skips them, and the server calls it straight from
+its middleware stack when its path is fixed (`inferd.server.routing.DirectRoutes`); its exceptions
+still reach the app's exception handlers, so errors are answered exactly as on every other route.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
@@ -57,3 +60,25 @@ async def send_response(send: Send, status: int, body: bytes, headers: Sequence[
         sent = list(headers)
     await send({"type": "http.response.start", "status": status, "headers": sent})
     await send({"type": "http.response.body", "body": body})
+
+
+class Answer(NamedTuple):
+    """What a bare endpoint answers: ``headers`` with lower-case names, Content-Length left out."""
+
+    status: int
+    body: bytes
+    headers: Sequence[tuple[bytes, bytes]]
+
+
+class BareEndpoint(ABC):
+    """The shape of every hot route: `answer` decodes the request, enters the data plane
+    (`inferd.core.dataplane.DataPlane.call`), calls the model and encodes; the base sends it. An
+    endpoint that must answer some requests with a Starlette `Response` (a CORS preflight, say)
+    overrides ``__call__`` for those and calls the base for the rest."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        status, body, headers = await self.answer(scope, receive)
+        await send_response(send, status, body, headers)
+
+    @abstractmethod
+    async def answer(self, scope: Scope, receive: Receive) -> Answer: ...

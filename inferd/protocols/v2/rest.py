@@ -12,7 +12,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.types import ModelMetadata, TensorSpec
@@ -50,11 +50,37 @@ def _ok_or_400(ready: bool) -> Response:
     return Response(status_code=200 if ready else 400)
 
 
-class V2Endpoints:
+JSON_HEADERS = ((b"content-type", b"application/json"),)
+BINARY_CONTENT_TYPE = (b"content-type", b"application/octet-stream")
+
+
+class Infer(asgi.BareEndpoint):
+    """``POST .../infer``, the hottest route."""
+
     def __init__(self, dataplane: DataPlane, max_body_size: int) -> None:
         self.dataplane = dataplane
         #: The limit of an inflated body (``Content-Encoding: gzip|deflate``, which tritonclient can send).
         self.max_body_size = max_body_size
+
+    async def answer(self, scope: Scope, receive: Receive) -> asgi.Answer:
+        params = scope["path_params"]
+        name, version = params["name"], params.get("version")
+        self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
+        encoding = asgi.header(scope, b"content-encoding")
+        body = inflate(await asgi.read_body(receive), encoding, self.max_body_size)
+        inference = decode_request(body, asgi.header(scope, HEADER_LENGTH_BYTES))
+        response = await self.dataplane.infer(name, version, inference, "rest")
+        content, header_length = encode_response(response, inference)
+        if header_length is None:
+            return asgi.Answer(200, content, JSON_HEADERS)
+        return asgi.Answer(
+            200, content, (BINARY_CONTENT_TYPE, (HEADER_LENGTH_BYTES, str(header_length).encode()))
+        )
+
+
+class V2Endpoints:
+    def __init__(self, dataplane: DataPlane) -> None:
+        self.dataplane = dataplane
 
     async def live(self, request: Request) -> Response:
         return _ok_or_400(self.dataplane.live())
@@ -75,23 +101,6 @@ class V2Endpoints:
     async def model_metadata(self, request: Request) -> Response:
         name, version = _model_of(request)
         return JSONResponse(metadata_body(self.dataplane.model_metadata(name, version)))
-
-    async def infer(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """``POST .../infer``, the hottest route, as a bare ASGI app (see `inferd.protocols.asgi`)."""
-        params = scope["path_params"]
-        name, version = params["name"], params.get("version")
-        self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
-        encoding = asgi.header(scope, b"content-encoding")
-        body = inflate(await asgi.read_body(receive), encoding, self.max_body_size)
-        inference = decode_request(body, asgi.header(scope, HEADER_LENGTH_BYTES))
-        response = await self.dataplane.infer(name, version, inference, "rest")
-        content, header_length = encode_response(response, inference)
-        if header_length is None:
-            await asgi.send_response(send, 200, content, [(b"content-type", b"application/json")])
-        else:
-            headers = [(b"content-type", b"application/octet-stream")]
-            headers.append((HEADER_LENGTH_BYTES, str(header_length).encode()))
-            await asgi.send_response(send, 200, content, headers)
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi.DOCUMENT)
@@ -121,8 +130,8 @@ UNLOAD_PATH = "/v2/repository/models/{name}/unload"
 
 
 def routes(dataplane: DataPlane, max_body_size: int) -> list[Route]:
-    endpoints = V2Endpoints(dataplane, max_body_size)
-    infer = _AsgiApp(endpoints.infer)
+    endpoints = V2Endpoints(dataplane)
+    infer = Infer(dataplane, max_body_size)
     model_routes: list[tuple[str, Endpoint | ASGIApp, str]] = [
         ("/infer", infer, "POST"),
         ("/ready", endpoints.model_ready, "GET"),
@@ -147,14 +156,3 @@ def routes(dataplane: DataPlane, max_body_size: int) -> list[Route]:
         (ControlRoute if path in (LOAD_PATH, UNLOAD_PATH) else Route)(path, endpoint, methods=[method])
         for path, endpoint, method in table
     ]
-
-
-class _AsgiApp:
-    """Wraps a bound ASGI method: `Route` hands an object that is not a function or method the raw
-    ``(scope, receive, send)`` instead of a `Request`."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
