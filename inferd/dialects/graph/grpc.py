@@ -11,14 +11,13 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from inferd.core import metrics as core_metrics
-from inferd.core.dataplane import DataPlane
+from inferd.core.dataplane import DataPlane, ModelCall
 from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.metadata import graph_metadata
 from inferd.dialects.graph.model import GraphModel, served_graph
 from inferd.protocols.seldon._generated import prediction_pb2 as pb
 from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
-from inferd.protocols.seldon.grpc import PROTOCOL, Context, abort, counted_call
+from inferd.protocols.seldon.grpc import Context, abort, called
 
 
 def registrar(dataplane: DataPlane, name: str) -> Callable[[grpc.aio.Server], None]:
@@ -28,18 +27,20 @@ def registrar(dataplane: DataPlane, name: str) -> Callable[[grpc.aio.Server], No
 
 class GraphServicer:
     def __init__(self, dataplane: DataPlane, name: str) -> None:
-        self.name = name
+        self.dataplane, self.name = dataplane, name
         self.graph = functools.partial(served_graph, dataplane, name)
-        self.counted = core_metrics.series(name, PROTOCOL)
 
     async def _answer(
-        self, call: Callable[[GraphModel, Any], Awaitable[Any]], request: Any, context: Context
+        self, method: Callable[[GraphModel, Any], Awaitable[Any]], request: Any, context: Context
     ) -> Any:
-        async def answer() -> Any:
-            document = await call(self.graph(), json_format.MessageToDict(request))
+        """The graph's ``method`` (`GraphModel.answer` or `GraphModel.feedback`) of ``request``."""
+
+        async def answer(call: ModelCall[GraphModel]) -> Any:
+            graph, message = call.model, json_format.MessageToDict(request)
+            document = await call.run(lambda: method(graph, message))
             return json_format.ParseDict(document, pb.SeldonMessage())
 
-        return await counted_call(self.counted, context, answer)
+        return await called(self.dataplane, self.name, GraphModel, context, answer)
 
     async def Predict(self, request: Any, context: Context) -> Any:
         return await self._answer(GraphModel.answer, request, context)

@@ -14,12 +14,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Scope
 
-from inferd.core import metrics as core_metrics
-from inferd.core.dataplane import DataPlane
+from inferd.core.dataplane import DataPlane, ModelCall
 from inferd.dialects.graph.metadata import graph_metadata
-from inferd.dialects.graph.model import served_graph
+from inferd.dialects.graph.model import GraphModel, served_graph
 from inferd.protocols import asgi
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 from inferd.protocols.forms import UploadLimits
@@ -28,17 +27,14 @@ from inferd.protocols.seldon.rest import (
     GET,
     JSON_HEADERS,
     POST,
-    PROTOCOL,
+    SeldonEndpoint,
     dumps,
     error_response,
+    json_answer,
     json_response,
-    method_not_allowed,
     not_found,
     only,
     ping,
-    preflight,
-    read_message,
-    read_message_asgi,
 )
 
 PUID_HEADER = "Seldon-Puid"
@@ -60,52 +56,38 @@ def with_puid(message: Any, header: str | None) -> tuple[Any, str | None]:
     return {**message, "meta": {**meta, "puid": puid}}, puid
 
 
-class Predictions:
-    """The graph's predictions, a bare ASGI app (see `inferd.protocols.asgi`): the graph is the hot
-    route, and its answer is a few node calls, so a `Request` and a `Response` would be a good part of
-    it. Preflights and other methods are answered as every Seldon route answers them."""
+class GraphCall(SeldonEndpoint[GraphModel]):
+    """A route calling the graph served as ``name``."""
 
     def __init__(self, dataplane: DataPlane, name: str, limits: UploadLimits, methods: tuple[str, ...]):
-        self.dataplane, self.name, self.limits, self.methods = dataplane, name, limits, methods
-        self.counted = core_metrics.series(name, PROTOCOL)
+        super().__init__(dataplane, name, GraphModel, methods, limits)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] not in self.methods or scope["method"] == "OPTIONS":
-            request = Request(scope, receive)
-            response = preflight(request) if request.method == "OPTIONS" else method_not_allowed(request)
-            await response(scope, receive, send)
-            return
-        started, ok = self.counted.begin(), False
-        try:
-            message = await read_message_asgi(scope, receive, self.limits)
-            message, puid = with_puid(message, asgi.header(scope, PUID_HEADER_KEY))
-            graph = served_graph(self.dataplane, self.name)
-            answer = await self.dataplane.run(self.name, lambda: graph.answer(message))
-            ok = True
-        except Exception as exc:
-            await error_response(exc)(scope, receive, send)
-            return
-        finally:
-            self.counted.end(started, ok)
-        headers = [*JSON_HEADERS, (PUID_HEADER_KEY, puid.encode("latin-1"))] if puid else JSON_HEADERS
-        await asgi.send_response(send, 200, dumps(answer), headers)
+
+class Predictions(GraphCall):
+    """The graph's predictions: the hot route, and its answer is a few node calls, so it is a bare
+    endpoint (a `Request` and a `Response` would be a good part of it). The answer carries the
+    request's puid in ``Seldon-Puid``."""
+
+    async def reply(self, call: ModelCall[GraphModel], scope: Scope, receive: Receive) -> asgi.Answer:
+        message = await self.message(scope, receive)
+        message, puid = with_puid(message, asgi.header(scope, PUID_HEADER_KEY))
+        graph = call.model
+        answer = dumps(await call.run(lambda: graph.answer(message)))
+        headers = (*JSON_HEADERS, (PUID_HEADER_KEY, puid.encode("latin-1"))) if puid else JSON_HEADERS
+        return asgi.Answer(200, answer, headers)
+
+
+class Feedback(GraphCall):
+    """Feedback to the graph, which passes it to its nodes; counted as a call of the graph."""
+
+    async def reply(self, call: ModelCall[GraphModel], scope: Scope, receive: Receive) -> asgi.Answer:
+        message = await self.message(scope, receive)
+        graph = call.model
+        return json_answer(await call.run(lambda: graph.feedback(message)))
 
 
 def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRoute]:
-    counted = core_metrics.series(name, PROTOCOL)
     graph = functools.partial(served_graph, dataplane, name)
-
-    async def feedback(request: Request) -> Response:
-        started, ok = counted.begin(), False
-        try:
-            message = await read_message(request, limits)
-            answer = await dataplane.run(name, lambda: graph().feedback(message))
-            ok = True
-            return json_response(answer)
-        except Exception as exc:
-            return error_response(exc)
-        finally:
-            counted.end(started, ok)
 
     async def ready(request: Request) -> Response:
         up = dataplane.model_ready(name)
@@ -120,17 +102,18 @@ def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRo
         except Exception as exc:
             return error_response(exc)
 
+    calls = (
+        (("/api/v1.0/predictions", "/api/v0.1/predictions"), POST, Predictions),
+        (("/predict",), BOTH, Predictions),
+        (("/api/v1.0/feedback", "/api/v0.1/feedback"), POST, Feedback),
+        (("/send-feedback",), BOTH, Feedback),
+    )
     found: list[BaseRoute] = [
-        Route(path, Predictions(dataplane, name, limits, methods), methods=ANY_METHOD)
-        for paths, methods in (
-            (("/api/v1.0/predictions", "/api/v0.1/predictions"), POST),
-            (("/predict",), BOTH),
-        )
+        Route(path, endpoint(dataplane, name, limits, methods), methods=ANY_METHOD)
+        for paths, methods, endpoint in calls
         for path in paths
     ]
     table: list[tuple[tuple[str, ...], tuple[str, ...], Handler]] = [
-        (("/api/v1.0/feedback", "/api/v0.1/feedback"), POST, feedback),
-        (("/send-feedback",), BOTH, feedback),
         (("/health/ping",), GET, ping),
         (("/ready",), GET, ready),
         (("/live",), GET, live),

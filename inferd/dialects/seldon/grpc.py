@@ -13,13 +13,12 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 
-from inferd.core import metrics as core_metrics
-from inferd.core.dataplane import DataPlane
+from inferd.core.dataplane import DataPlane, ModelCall
 from inferd.core.errors import ModelNotReady
 from inferd.dialects.seldon.component import SeldonModel
 from inferd.protocols.seldon._generated import prediction_pb2 as pb
 from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
-from inferd.protocols.seldon.grpc import PROTOCOL, Context, abort, counted_call
+from inferd.protocols.seldon.grpc import Context, abort, called
 
 SERVICES = (
     pb_grpc.add_GenericServicer_to_server,
@@ -45,7 +44,6 @@ def registrar(dataplane: DataPlane, name: str) -> Callable[[grpc.aio.Server], No
 class SeldonServicer:
     def __init__(self, dataplane: DataPlane, name: str) -> None:
         self.dataplane, self.name = dataplane, name
-        self.counted = core_metrics.series(name, PROTOCOL)
 
     def component(self) -> SeldonModel:
         if not self.dataplane.model_ready(self.name):
@@ -55,17 +53,14 @@ class SeldonServicer:
         return model
 
     async def _answer(self, method: str, request: Any, context: Context) -> Any:
-        async def answer() -> Any:
-            model = self.component()
-            message = json_format.MessageToDict(request)
+        async def answer(call: ModelCall[SeldonModel]) -> Any:
+            model, message = call.model, json_format.MessageToDict(request)
             if method == "aggregate":  # protobuf drops an empty list: it is still a list
                 message.setdefault("seldonMessages", [])
-            reply = await self.dataplane.run(
-                self.name, lambda: model.answer(method, message, request, "grpc")
-            )
+            reply = await call.run(lambda: model.answer(method, message, request, "grpc"))
             return json_format.ParseDict(reply.body, pb.SeldonMessage())
 
-        return await counted_call(self.counted, context, answer)
+        return await called(self.dataplane, self.name, SeldonModel, context, answer)
 
     async def _metadata(self, context: Context) -> dict[str, Any]:
         try:

@@ -5,34 +5,33 @@ run on the event loop, or in a thread with ``predict_in_thread``."""
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope
 
-from inferd.core import metrics as core_metrics
-from inferd.core.dataplane import DataPlane
+from inferd.core.dataplane import DataPlane, ModelCall
 from inferd.core.errors import ModelNotReady
 from inferd.dialects.seldon import metrics, openapi
 from inferd.dialects.seldon.component import SeldonModel, environment_flag, http_status
-from inferd.protocols import prometheus
+from inferd.protocols import asgi, prometheus
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 from inferd.protocols.forms import UploadLimits
 from inferd.protocols.seldon.rest import (
     BOTH,
-    CORS,
+    JSON_HEADERS,
     POST,
-    PROTOCOL,
+    SeldonEndpoint,
     dumps,
+    encoded,
     error_response,
+    json_answer,
     json_response,
     not_found,
-    only,
     only_get,
     ping,
-    read_message,
 )
 
 #: (paths, methods, Seldon method) of every route that takes a message.
@@ -48,42 +47,50 @@ MESSAGE_ROUTES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
 )
 
 
-def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRoute]:
-    counted = core_metrics.series(name, PROTOCOL)
-    passthrough = environment_flag("PAYLOAD_PASSTHROUGH", "false")
+class Message(SeldonEndpoint[SeldonModel]):
+    """A route answering a message with the component's Seldon ``method`` (``predict``, ``route`` ...).
+    With ``PAYLOAD_PASSTHROUGH``, predict hands the user's ``predict_raw`` the body as it came."""
 
+    def __init__(
+        self, dataplane: DataPlane, name: str, limits: UploadLimits, method: str, methods: tuple[str, ...]
+    ) -> None:
+        super().__init__(dataplane, name, SeldonModel, methods, limits)
+        self.method = method
+        self.passthrough = method == "predict" and environment_flag("PAYLOAD_PASSTHROUGH", "false")
+
+    async def reply(self, call: ModelCall[SeldonModel], scope: Scope, receive: Receive) -> asgi.Answer:
+        unit, method = call.model, self.method
+        if self.passthrough:
+            body = await asgi.read_body(receive)
+            result = await call.run(lambda: unit.call_user(unit.passthrough, body))
+            return asgi.Answer(http_status(result), raw_body(result), JSON_HEADERS)
+        message = await self.message(scope, receive)
+        reply = await call.run(lambda: unit.answer(method, message))
+        return json_answer(reply.body, reply.status)
+
+    def failure(self, model: SeldonModel, exc: Exception) -> asgi.Answer:
+        """The answer of the user's ``model_error_handler`` to ``exc``, if it has one that takes it."""
+        handled = model.error_handlers.answer(exc) if model.error_handlers else None
+        if handled is None:
+            return super().failure(model, exc)
+        return asgi.Answer(handled.status, handled.body, encoded(dict(handled.headers).items()))
+
+
+def raw_body(result: object) -> bytes:
+    """What ``predict_raw`` answered a passed-through body with, as the body to send: text and bytes
+    as they are, anything else as Seldon's JSON."""
+    if isinstance(result, bytes):
+        return result
+    return result.encode() if isinstance(result, str) else dumps(result)
+
+
+def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRoute]:
     def component() -> SeldonModel:
         if not dataplane.model_ready(name):
             raise ModelNotReady(f"model '{name}' is not ready")
         model = dataplane.registry.get(name)
         assert isinstance(model, SeldonModel)
         return model
-
-    def endpoint(method: str, allowed: tuple[str, ...]) -> Callable[[Request], Awaitable[Response]]:
-        async def answer(request: Request) -> Response:
-            started, ok, model = counted.begin(), False, None
-            try:
-                model = unit = component()
-                if passthrough and method == "predict":
-                    body = await request.body()
-                    result = await dataplane.run(name, lambda: unit.call_user(unit.passthrough, body))
-                    content = result if isinstance(result, (bytes, str)) else dumps(result)
-                    status = http_status(result)
-                    ok = status < 400
-                    return Response(content, status, headers=CORS, media_type="application/json")
-                message = await read_message(request, limits)
-                reply = await dataplane.run(name, lambda: unit.answer(method, message))
-                ok = reply.status < 400
-                return json_response(reply.body, reply.status)
-            except Exception as exc:
-                handled = model.error_handlers.answer(exc) if model and model.error_handlers else None
-                if handled is not None:
-                    return Response(handled.body, handled.status, headers=dict(handled.headers))
-                return error_response(exc)
-            finally:
-                counted.end(started, ok)
-
-        return only(allowed, answer)
 
     async def health_status(request: Request) -> Response:
         try:
@@ -103,7 +110,7 @@ def routes(dataplane: DataPlane, name: str, limits: UploadLimits) -> list[BaseRo
         return json_response(openapi.DOCUMENT)
 
     table: list[BaseRoute] = [
-        Route(path, endpoint(method, methods), methods=ANY_METHOD)
+        Route(path, Message(dataplane, name, limits, method, methods), methods=ANY_METHOD)
         for paths, methods, method in MESSAGE_ROUTES
         for path in paths
     ]

@@ -1,31 +1,35 @@
-"""What every server of Seldon's gRPC services shares: a call counted in the request metrics, and an
-error answered as Seldon's status code with its message (spec §10), where Seldon sent UNKNOWN."""
+"""What every server of Seldon's gRPC services shares: a call of the model through the data plane
+(admitted, counted and timed as every protocol's), and an error answered as Seldon's status code with
+its message (spec §10), where Seldon sent UNKNOWN."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from inferd.core import metrics as core_metrics
+from inferd.core.dataplane import DataPlane, M, ModelCall
 from inferd.protocols.seldon.errors import SeldonError, as_seldon_error
 
 PROTOCOL = "seldon-grpc"
 Context = Any  # grpc.aio.ServicerContext; grpcio ships no type hints
+T = TypeVar("T")
 
 
-async def counted_call(
-    counted: core_metrics.Series, context: Context, answer: Callable[[], Awaitable[Any]]
-) -> Any:
-    """``answer()``, counted in the request metrics; an error aborts the call with its status."""
-    started, ok = counted.begin(), False
+async def called(
+    dataplane: DataPlane,
+    name: str,
+    kind: type[M],
+    context: Context,
+    answer: Callable[[ModelCall[M]], Awaitable[T]],
+) -> T:
+    """``answer(call)`` within a data-plane call of model ``name`` (a ``kind``), which runs the model
+    through ``call.run``; any error, an unready model's included, aborts the call with its status."""
     try:
-        reply = await answer()
-        ok = True
-        return reply
+        async with dataplane.call(name, PROTOCOL, kind) as call:
+            return await answer(call)
     except Exception as exc:
         await abort(context, exc)
-    finally:
-        counted.end(started, ok)
+        raise  # unreachable: abort raises
 
 
 async def abort(context: Context, exc: BaseException) -> None:

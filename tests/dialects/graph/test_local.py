@@ -17,6 +17,7 @@ from google.protobuf import json_format
 from inferd.protocols.seldon._generated import prediction_pb2 as pb
 from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
 from tests.dialects.graph.conftest import COMPONENTS, predict
+from tests.dialects.seldon.conftest import served_requests_total
 from tests.servers import RunningServer, serve
 
 
@@ -186,3 +187,31 @@ def test_graph_metadata_lists_every_node(graph: Graph) -> None:
     assert document["name"] == "everything"
     assert document["models"]["add-ten"]["inputs"] == [{"name": "x", "datatype": "FP64", "shape": [-1, -1]}]
     assert httpx.get(f"{graph.url}/health/ping").text == "pong"
+
+
+def requests_total(graph: Graph, protocol: str, outcome: str) -> float:
+    return served_requests_total(graph.url, "everything", protocol, outcome)
+
+
+def test_predictions_and_feedback_are_counted(graph: Graph) -> None:
+    """Over REST and gRPC, a failed call as an error; feedback is a call of the graph too."""
+    counts = [(protocol, outcome) for protocol in ("seldon", "seldon-grpc") for outcome in ("ok", "error")]
+    before = {count: requests_total(graph, *count) for count in counts}
+    assert predict(graph.url, [[-1, 5]]).status_code == 200
+    assert predict(graph.url, [[5, 5]]).status_code == 500
+    assert httpx.post(f"{graph.url}/send-feedback", json={"request": {}, "reward": 1}).status_code == 200
+    assert graph.server.grpc_address is not None
+    with grpc.insecure_channel(graph.server.grpc_address) as channel:
+        seldon = pb_grpc.SeldonStub(channel)
+        seldon.Predict(json_format.ParseDict({"data": {"ndarray": [[0, 5]]}}, pb.SeldonMessage()))
+        seldon.SendFeedback(pb.Feedback(reward=1))
+        with pytest.raises(grpc.RpcError):
+            seldon.Predict(json_format.ParseDict({"data": {"ndarray": [[5, 5]]}}, pb.SeldonMessage()))
+    graph.feedback_log()
+    expected = {
+        ("seldon", "ok"): 2,
+        ("seldon", "error"): 1,
+        ("seldon-grpc", "ok"): 2,
+        ("seldon-grpc", "error"): 1,
+    }
+    assert {count: requests_total(graph, *count) - before[count] for count in counts} == expected

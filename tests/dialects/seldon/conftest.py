@@ -1,11 +1,24 @@
-"""Real Seldon servers over the components of ``components/``, shared by the module's tests."""
+"""Real Seldon servers over the components of ``components/``, shared by the module's tests, and the
+app of a server whose model is not loaded (for the graph's tests too)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import httpx
+from prometheus_client import REGISTRY
+from starlette.applications import Starlette
+
+from inferd.core.dataplane import DataPlane
+from inferd.core.model import Model
+from inferd.core.registry import ModelRegistry
+from inferd.core.settings import Settings
+from inferd.core.types import ServerMetadata
+from inferd.dialects import get_dialect
+from inferd.server.app import Runtime, create_app
 from tests.servers import client_of, serve, served
 
 COMPONENTS = Path(__file__).parent / "components"
@@ -39,3 +52,32 @@ legacy_server = component("Legacy")
 identity = client_of("identity_server")
 everything = client_of("everything_server")
 raw = client_of("raw_server")
+
+
+def unloaded_app(dialect: str, name: str, registered: bool) -> Starlette:
+    """The app of a ``dialect`` server of model ``name``, which is registered (but never loaded) or
+    not served at all."""
+    registry = ModelRegistry()
+    if registered:
+        registry.add(name, unloadable)
+    dataplane = DataPlane(registry, ServerMetadata("inferd", "test", ()))
+    settings = Settings(dialect=dialect, target="unused", name=name)
+    return create_app(Runtime(settings, get_dialect(dialect), registry, dataplane))
+
+
+def unloadable() -> Model:
+    raise AssertionError("the test never loads its model")
+
+
+def requests_total(model: str, protocol: str, outcome: str) -> float:
+    """``inferd_requests_total`` as this process counted it (an app served in a thread)."""
+    labels = {"model": model, "protocol": protocol, "outcome": outcome}
+    return REGISTRY.get_sample_value("inferd_requests_total", labels) or 0.0
+
+
+def served_requests_total(url: str, model: str, protocol: str, outcome: str) -> float:
+    """``inferd_requests_total`` as the server at ``url`` shows it on ``/metrics``."""
+    text = httpx.get(f"{url}/metrics").text
+    labels = f'model="{model}",outcome="{outcome}",protocol="{protocol}"'
+    found = re.search(rf"^inferd_requests_total\{{{labels}\}} (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
