@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from inferd.core.errors import InvalidInput, PayloadTooLarge
 from inferd.dialects.deepaas import responses, uploads
+from inferd.protocols.asgi import Answer
 from inferd.protocols.forms import UploadLimits, read_form
 
 logger = logging.getLogger("inferd.deepaas")
@@ -176,14 +177,20 @@ async def _form_value(name: str, value: str | UploadFile, parsed: Parsed) -> Any
     return uploaded
 
 
-async def parse_or_answer(request: Request, arguments: Arguments, limits: UploadLimits) -> Parsed | Response:
+async def parse_or_error(request: Request, arguments: Arguments, limits: UploadLimits) -> Parsed | Answer:
     """The parsed arguments, or DEEPaaS's answer when they do not parse: 422 with webargs' messages,
     400 for a body that is not what its content type says, 413 for uploads over the limits."""
     try:
         return await parse(request, arguments, limits)
     except PayloadTooLarge as exc:
-        return responses.text(413, exc.message)
+        return responses.text_answer(413, exc.message)
     except ArgumentError as exc:
-        return responses.json(exc.messages, 422)
+        return responses.json_answer(exc.messages, 422)
     except MalformedBody as exc:
-        return responses.text(400, str(exc))
+        return responses.text_answer(400, str(exc))
+
+
+async def parse_or_answer(request: Request, arguments: Arguments, limits: UploadLimits) -> Parsed | Response:
+    """`parse_or_error` for a function endpoint: the error as a Starlette `Response`."""
+    parsed = await parse_or_error(request, arguments, limits)
+    return parsed if isinstance(parsed, Parsed) else responses.response(parsed)

@@ -1,6 +1,7 @@
 """DEEPaaS's V2 REST API (spec §2-§7): versions, model metadata, predict and training routes under
 ``--base-path``, with its exact trailing slashes, 308 redirects, 405 with ``Allow``, 402 for disabled
-endpoints and text/plain error bodies.
+endpoints and text/plain error bodies. The predict route is `predict.Predict`, a bare endpoint on a
+fixed path per model, which the server calls directly.
 
 With an empty base path two DEEPaaS paths are also V2 Open Inference Protocol paths: ``GET /v2`` and
 ``GET /v2/models/<name>`` stay V2's (server and model metadata) instead of redirecting.
@@ -8,34 +9,25 @@ With an empty base path two DEEPaaS paths are also V2 Open Inference Protocol pa
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from marshmallow import ValidationError
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
 from inferd import __version__
-from inferd.core import metrics
 from inferd.core.dataplane import DataPlane
-from inferd.core.errors import InferdError
 from inferd.core.settings import Settings
-from inferd.dialects.deepaas import responses, swagger, training, ui, uploads
-from inferd.dialects.deepaas.arguments import ACCEPT, ANY_TYPE, parse_or_answer
+from inferd.dialects.deepaas import responses, swagger, training, ui
 from inferd.dialects.deepaas.model import DeepaasModel, MetadataFailed
+from inferd.dialects.deepaas.predict import Predict
 from inferd.protocols.fallback import ANY_METHOD
 from inferd.protocols.forms import UploadLimits
-from inferd.protocols.status import error_headers, status_of
 
-logger = logging.getLogger("inferd.deepaas")
-
-PROTOCOL = "deepaas"
 MODELS_PREFIX = "/v2/models/"
-JSON_ACCEPT = ("application/json", ANY_TYPE)
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -136,22 +128,6 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
 
         return answer
 
-    def predict(name: str) -> Handler:
-        counted = metrics.series(name, PROTOCOL)
-
-        async def answer(request: Request) -> Response:
-            if not settings.predict_endpoint:
-                return responses.text(402)
-            started, ok = counted.begin(), False
-            try:
-                response = await _predict(model(name), request, dataplane, upload_limits)
-                ok = response.status_code < 400
-                return response
-            finally:
-                counted.end(started, ok)
-
-        return answer
-
     async def swagger_json(request: Request) -> Response:
         return responses.json(
             swagger.document(
@@ -174,7 +150,8 @@ def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
     for name in names:
         prefix = f"{base}/v2/models/{name}"
         table.append(Route(f"{prefix}/", allow(("GET",), metadata(name)), methods=ANY_METHOD))
-        table.append(Route(f"{prefix}/predict/", allow(("POST",), predict(name)), methods=ANY_METHOD))
+        predict = Predict(dataplane, name, settings.predict_endpoint, upload_limits)
+        table.append(Route(f"{prefix}/predict/", predict, methods=ANY_METHOD))
         table += training.routes(prefix, name, model, jobs)
     if settings.doc_endpoint:
         table += ui.routes(base)
@@ -189,55 +166,4 @@ def _metadata_answer(document: Callable[[], Any]) -> Response:
     try:
         return responses.json(document())
     except MetadataFailed:
-        return responses.internal_error()
-
-
-async def _predict(
-    model: DeepaasModel, request: Request, dataplane: DataPlane, upload_limits: UploadLimits
-) -> Response:
-    if not model.has("predict"):
-        return responses.text(501)
-    parsed = await parse_or_answer(request, model.predict_args, upload_limits)
-    if isinstance(parsed, Response):
-        return parsed
-    try:
-        output = await dataplane.run(model.name, lambda: model.call_user(model.run_predict, parsed.values))
-    except InferdError as exc:  # shed (503) or timed out (504)
-        return responses.text(status_of(exc).http, exc.message, error_headers(exc))
-    except Exception as exc:
-        answer = responses.http_exception(exc)
-        if answer is None:
-            logger.exception("model %s failed to predict", model.entry_name)
-            return responses.internal_error()
-        return answer
-    finally:
-        uploads.remove(parsed.temp_files)
-    wanted = parsed.values.get(ACCEPT) if ACCEPT in model.predict_args.fields else None
-    if wanted and wanted not in JSON_ACCEPT:
-        answer = responses.raw(output, str(wanted))
-        if answer is None:
-            logger.error(
-                "model %s answered %s for accept %s", model.entry_name, type(output).__name__, wanted
-            )
-            return responses.internal_error()
-        return answer
-    if model.schema is not None:
-        try:
-            model.check_output(output)
-        except ValidationError as exc:
-            logger.error("model %s answer does not match its schema: %s", model.entry_name, exc.messages)
-            return responses.text(500, responses.SCHEMA_FAILED)
-        except Exception:
-            logger.exception("validating the answer of model %s failed", model.entry_name)
-            return responses.text(500, responses.SCHEMA_CRASHED)
-        body = output
-    else:
-        body = {"status": "OK", "predictions": output}
-    try:
-        return responses.json(body)
-    except TypeError:
-        logger.error("model %s answered %s, which is not JSON", model.entry_name, type(output).__name__)
-        close = getattr(output, "close", None)
-        if callable(close):
-            close()
         return responses.internal_error()
