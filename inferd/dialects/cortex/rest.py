@@ -4,18 +4,21 @@ API, and ``GET /healthz``.
 Responses are compact sorted-key JSON plus a newline; errors are the text bodies Cortex clients parse
 (400 ``malformed json``, 406 ``prediction failed: ...``, and the original's 500 ``{"error": ...}`` for
 unknown paths and wrong methods). Every response carries Cortex 0.9.2's CORS headers.
+
+Every route is a bare ASGI endpoint (`inferd.protocols.asgi.BareEndpoint`) answering with header tuples
+built once: the API paths are fixed, so the server calls them straight from its middleware stack
+(`inferd.server.routing.DirectRoutes`), and a prediction enters the data plane like any other protocol's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope
 
 from inferd.core import metrics
 from inferd.core.dataplane import DataPlane
@@ -23,12 +26,17 @@ from inferd.core.errors import InferdError
 from inferd.dialects.cortex.adapter import CortexModel
 from inferd.dialects.cortex.config import ApiConfig
 from inferd.dialects.cortex.tracker import track
+from inferd.protocols import asgi
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 from inferd.protocols.status import scrubbed
 
 logger = logging.getLogger("inferd.cortex")
 
-CORS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "*"}
+PROTOCOL = "cortex"
+CORS = ((b"access-control-allow-origin", b"*"), (b"access-control-allow-headers", b"*"))
+JSON_HEADERS = (*CORS, (b"content-type", b"application/json"))
+#: Flask's error bodies were HTML; Starlette added the charset to a text media type.
+TEXT_HEADERS = (*CORS, (b"content-type", b"text/html; charset=utf-8"))
 #: Without OPT_SERIALIZE_NUMPY: numpy values go through ``tolist``/``item`` as in Cortex, so a float32
 #: is written as the float64 it widens to (0.8999999761581421, not 0.9).
 _JSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
@@ -38,7 +46,6 @@ NOT_FOUND = (
     "If you entered the URL manually please check your spelling and try again."
 )
 METHOD_NOT_ALLOWED = "405 Method Not Allowed: The method is not allowed for the requested URL."
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 class MalformedJSON(Exception):
@@ -73,91 +80,103 @@ def parse_sample(body: bytes, content_type: str | None) -> Any:
         raise MalformedJSON from None
 
 
-def json_response(value: Any, status: int = 200) -> Response:
-    return Response(dumps(value), status, headers=CORS, media_type="application/json")
+def json_answer(value: Any, status: int = 200) -> asgi.Answer:
+    return asgi.Answer(status, dumps(value), JSON_HEADERS)
 
 
-def text_response(text: str, status: int) -> Response:
-    return Response(text, status, headers=CORS, media_type="text/html")
+def text_answer(text: str, status: int) -> asgi.Answer:
+    return asgi.Answer(status, text.encode(), TEXT_HEADERS)
 
 
-def _model(dataplane: DataPlane, name: str) -> CortexModel:
-    model = dataplane.registry.get(name)
-    assert isinstance(model, CortexModel)
-    return model
+MALFORMED = text_answer("malformed json", 400)
 
 
-def predict_endpoint(dataplane: DataPlane, api: ApiConfig) -> Endpoint:
-    counted = metrics.series(api.name, "cortex")
+def _debug(scope: Scope) -> bool:
+    """The ``debug=true`` query flag (any case; the last ``debug`` wins, as in Starlette's query params)."""
+    query: bytes = scope["query_string"]
+    flags = dict(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
+    return flags.get("debug", "").lower() == "true"
 
-    async def predict(request: Request) -> Response:
+
+class Predict(asgi.BareEndpoint):
+    """``POST <endpoint>``: the sample through the API's handlers and model. A failure of the API's code
+    is Cortex's 406 and counts as an error; a malformed body is 400 and is not a call of the model."""
+
+    def __init__(self, dataplane: DataPlane, api: ApiConfig) -> None:
+        self.dataplane, self.name, self.tracker = dataplane, api.name, api.tracker
+        metrics.series(api.name, PROTOCOL)  # an API's request counts are on /metrics, at 0, from the start
+
+    async def answer(self, scope: Scope, receive: Receive) -> asgi.Answer:
         try:
-            sample = parse_sample(await request.body(), request.headers.get("content-type"))
+            sample = parse_sample(await asgi.read_body(receive), asgi.header(scope, b"content-type"))
         except MalformedJSON:
-            return text_response("malformed json", 400)
-        model = _model(dataplane, api.name)
-        debug = b"debug" in request.scope["query_string"] and _debug(request)
-        started, ok = counted.begin(), False
-        try:
-            result = await dataplane.run(api.name, lambda: model.respond_async(sample, debug))
-            body = dumps(result)
-            ok = True
-        except InferdError:
-            raise
-        except Exception as exc:
-            logger.exception("api %s: prediction failed", api.name)
-            return text_response(f"prediction failed: {scrubbed(str(exc))}", 406)
-        finally:
-            counted.end(started, ok)
-        if api.tracker is not None:
-            track(api.name, api.tracker, result)
-        return Response(body, headers=CORS, media_type="application/json")
-
-    return predict
+            return MALFORMED
+        debug = b"debug" in scope["query_string"] and _debug(scope)
+        async with self.dataplane.call(self.name, PROTOCOL, CortexModel) as call:
+            model = call.model
+            try:
+                result = await call.run(lambda: model.respond_async(sample, debug))
+                body = dumps(result)
+            except InferdError:
+                raise
+            except Exception as exc:
+                logger.exception("api %s: prediction failed", self.name)
+                call.ok = False
+                return text_answer(f"prediction failed: {scrubbed(str(exc))}", 406)
+        if self.tracker is not None:
+            track(self.name, self.tracker, result)
+        return asgi.Answer(200, body, JSON_HEADERS)
 
 
-def _debug(request: Request) -> bool:
-    return request.query_params.get("debug", "").lower() == "true"
+class Signature(asgi.BareEndpoint):
+    """``GET <endpoint>/signature``: the model's inputs, or 404 for an API that has none."""
 
+    def __init__(self, dataplane: DataPlane, api: ApiConfig) -> None:
+        self.dataplane, self.name = dataplane, api.name
 
-def signature_endpoint(dataplane: DataPlane, api: ApiConfig) -> Endpoint:
-    async def signature(request: Request) -> Response:
-        body = _model(dataplane, api.name).signature()
+    async def answer(self, scope: Scope, receive: Receive) -> asgi.Answer:
+        model = self.dataplane.registry.get(self.name)
+        assert isinstance(model, CortexModel)
+        body = model.signature()
         if body is None:
-            return text_response(f"api {api.name} has no signature", 404)
-        return json_response(body)
-
-    return signature
+            return text_answer(f"api {self.name} has no signature", 404)
+        return json_answer(body)
 
 
-def healthz_endpoint(dataplane: DataPlane) -> Endpoint:
-    async def healthz(request: Request) -> Response:
-        ready = dataplane.ready()
-        return json_response({"ok": ready}, 200 if ready else 503)
+class Healthz(asgi.BareEndpoint):
+    """``GET /healthz``: ``{"ok": true}`` once every API is ready, else 503."""
 
-    return healthz
+    def __init__(self, dataplane: DataPlane) -> None:
+        self.dataplane = dataplane
 
-
-async def preflight(request: Request) -> Response:
-    return Response(status_code=200, headers=CORS)
-
-
-async def method_not_allowed(request: Request) -> Response:
-    return json_response({"error": METHOD_NOT_ALLOWED}, 500)
+    async def answer(self, scope: Scope, receive: Receive) -> asgi.Answer:
+        ready = self.dataplane.ready()
+        return json_answer({"ok": ready}, 200 if ready else 503)
 
 
-async def not_found(request: Request) -> Response:
-    return json_response({"error": NOT_FOUND}, 500)
+class Fixed(asgi.BareEndpoint):
+    """An answer that never changes: the CORS preflight's and the routing errors'."""
+
+    def __init__(self, fixed: asgi.Answer) -> None:
+        self.fixed = fixed
+
+    async def answer(self, scope: Scope, receive: Receive) -> asgi.Answer:
+        return self.fixed
+
+
+PREFLIGHT = Fixed(asgi.Answer(200, b"", CORS))
+WRONG_METHOD = Fixed(json_answer({"error": METHOD_NOT_ALLOWED}, 500))
+UNKNOWN_PATH = Fixed(json_answer({"error": NOT_FOUND}, 500))
 
 
 def api_routes(dataplane: DataPlane, api: ApiConfig, path: str) -> list[BaseRoute]:
     signature = f"{path.rstrip('/')}/signature"
     return [
-        Route(path, predict_endpoint(dataplane, api), methods=["POST"]),
-        Route(path, preflight, methods=["OPTIONS"]),
-        Route(signature, signature_endpoint(dataplane, api), methods=["GET"]),
-        Route(path, method_not_allowed, methods=ANY_METHOD),
-        Route(signature, method_not_allowed, methods=ANY_METHOD),
+        Route(path, Predict(dataplane, api), methods=["POST"]),
+        Route(path, PREFLIGHT, methods=["OPTIONS"]),
+        Route(signature, Signature(dataplane, api), methods=["GET"]),
+        Route(path, WRONG_METHOD, methods=ANY_METHOD),
+        Route(signature, WRONG_METHOD, methods=ANY_METHOD),
     ]
 
 
@@ -169,6 +188,6 @@ def routes(dataplane: DataPlane, apis: list[ApiConfig]) -> list[BaseRoute]:
         found += api_routes(dataplane, apis[0], "/predict")
     return [
         *found,
-        Route("/healthz", healthz_endpoint(dataplane), methods=["GET"]),
-        FallbackRoute("/{path:path}", not_found, methods=ANY_METHOD),
+        Route("/healthz", Healthz(dataplane), methods=["GET"]),
+        FallbackRoute("/{path:path}", UNKNOWN_PATH, methods=ANY_METHOD),
     ]

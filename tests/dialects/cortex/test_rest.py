@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import httpx
 import numpy as np
 import pytest
 
-from inferd.dialects.cortex.rest import METHOD_NOT_ALLOWED, NOT_FOUND
+from inferd.core.settings import Settings
+from inferd.dialects.cortex.rest import METHOD_NOT_ALLOWED, NOT_FOUND, Predict
+from inferd.server.app import build_runtime, create_app
+from inferd.server.routing import DirectRoutes
+from tests.dialects.cortex.conftest import make_project
 from tests.dialects.cortex.projects import SETOSA, VIRGINICA
 from tests.servers import RunningServer
 
@@ -182,6 +189,39 @@ def test_tracker_metrics(v08: httpx.Client) -> None:
     assert 'cortex_tracker_predictions_total{api="classifier",class="iris-virginica"}' in text
     assert 'cortex_tracker_prediction_value_count{api="adder"}' in text
     assert 'inferd_requests_total{model="classifier",outcome="ok",protocol="cortex"}' in text
+
+
+def requests_total(client: httpx.Client, model: str, outcome: str) -> float:
+    labels = f'model="{model}",outcome="{outcome}",protocol="cortex"'
+    pattern = rf"^inferd_requests_total\{{{labels}\}} (\S+)$"
+    found = re.search(pattern, client.get("/metrics").text, re.MULTILINE)
+    return 0.0 if found is None else float(found.group(1))
+
+
+def test_requests_counted_by_outcome(v08: httpx.Client) -> None:
+    """A prediction counts as ok, a prediction failure (406) as an error; a malformed body (400) never
+    reached the model and is not counted."""
+    before = {outcome: requests_total(v08, "adder", outcome) for outcome in ("ok", "error")}
+    assert v08.post("/iris/adder", json={"a": [1, 2], "b": [3, 4]}).status_code == 200
+    assert v08.post("/iris/adder", json={"a": [1, 2]}).status_code == 406
+    malformed = v08.post("/iris/adder", content=b"{", headers={"content-type": "application/json"})
+    assert malformed.status_code == 400
+    assert requests_total(v08, "adder", "ok") == before["ok"] + 1
+    assert requests_total(v08, "adder", "error") == before["error"] + 1
+
+
+def test_api_routes_take_the_direct_path(tmp_path: Path, models_dir: Path) -> None:
+    """An API's paths are fixed and its predict endpoint is bare, so the built app calls it straight
+    from the middleware stack, at its endpoint and at ``/predict`` (a single API)."""
+    files = {"cortex.yaml": "- kind: api\n  name: adder\n  endpoint: /math/add\n  model: adder.onnx\n"}
+    project = make_project(tmp_path, "single", files, {"adder.onnx": models_dir / "adder.onnx"})
+    app = create_app(build_runtime(Settings(target=str(project))))
+    (direct,) = [layer for layer in app.user_middleware if layer.cls is DirectRoutes]
+    routes = direct.kwargs["routes"]
+    for path in ("/math/add", "/predict"):
+        assert isinstance(routes[path].endpoint, Predict)
+        assert routes[path].methods == {"POST"}
+    assert {"/math/add/signature", "/predict/signature", "/healthz"} <= routes.keys()
 
 
 def test_debug_logs_each_stage(v08: httpx.Client, v08_server: RunningServer) -> None:
