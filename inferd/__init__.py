@@ -6,8 +6,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from inferd.config.settings import Settings
     from inferd.core.model import Model
-    from inferd.core.settings import Settings
     from inferd.core.types import InferenceRequest, InferenceResponse, TensorSpec
 
 __version__ = "0.1.0"
@@ -18,7 +18,7 @@ __all__ = ["InferenceRequest", "InferenceResponse", "Model", "Settings", "Tensor
 # inferd.cli` do not load numpy and pydantic.
 _PUBLIC = {
     "Model": "inferd.core.model",
-    "Settings": "inferd.core.settings",
+    "Settings": "inferd.config.settings",
     "InferenceRequest": "inferd.core.types",
     "InferenceResponse": "inferd.core.types",
     "TensorSpec": "inferd.core.types",

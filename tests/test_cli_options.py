@@ -14,7 +14,7 @@ from pydantic import Field
 from typer.core import TyperCommand
 
 from inferd.cli import options, serve
-from inferd.core.settings import Settings
+from inferd.config.settings import Settings
 from tests.conftest import IRIS
 from tests.servers import ROOT, inferd_command, with_this_tree
 from tests.servers import serve as serving

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from inferd.core.project import Project, Resolver
-    from inferd.core.settings import Settings
+    from inferd.config.project import Project, Resolver
+    from inferd.config.settings import Settings
     from inferd.server.app import Runtime
 
 errors = Console(stderr=True)
@@ -42,8 +42,8 @@ def fail(message: str, code: int = USAGE_ERROR, instead: str | None = None) -> N
 def settings_from(**given: Any) -> Settings:
     """Settings from ``INFERD_*`` variables, overridden by the options given on the command line (None
     is not given); invalid ones end the command with code 2."""
-    from inferd.core.project import InvalidSettings, absolute
-    from inferd.core.project import settings_from as validated
+    from inferd.config.project import InvalidSettings, absolute
+    from inferd.config.project import settings_from as validated
 
     given = {key: value for key, value in given.items() if value is not None}
     if given.get("target"):
@@ -59,8 +59,8 @@ def load_project(
 ) -> Project:
     """``target``'s project (its ``inferd.yaml`` read) with the options given on the command line; one
     that cannot be read ends the command with code 2, suggesting what to type ``instead``."""
+    from inferd.config.project import Project
     from inferd.core.errors import TargetError
-    from inferd.core.project import Project
 
     try:
         return Project.load(target, given, resolve)

@@ -1,6 +1,6 @@
 """``inferd serve``'s options, generated from the Settings fields: a new setting is one edit (its field
-and docstring in ``inferd/core/settings.py``) and becomes ``--its-name`` with its docstring's first
-sentence as help and its default shown.
+and docstring in ``inferd/core/settings.py`` or its dialect's ``settings.py``) and becomes
+``--its-name`` with its docstring's first sentence as help and its default shown.
 
 Hand-written here are only what a field cannot say: which help panel an option sits in (unlisted
 fields land in the Server panel), the few names that differ from the field's (today's and the
@@ -24,7 +24,7 @@ from pydantic_settings import BaseSettings
 from typer.core import TyperCommand
 
 from inferd.cli import help as panel
-from inferd.core.settings import Settings
+from inferd.config.settings import Settings
 
 #: Fields that are no option, and why (docs/settings.md says how else they are set).
 EXCLUDED = {

@@ -13,7 +13,7 @@ from rich.markup import escape
 from inferd.cli.common import DIALECT_HELP, errors, fail, load_project
 
 if TYPE_CHECKING:
-    from inferd.core.project import Project
+    from inferd.config.project import Project
 
 
 def init(

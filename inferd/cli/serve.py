@@ -26,8 +26,8 @@ from inferd.cli.common import (
 from inferd.cli.help import Command
 
 if TYPE_CHECKING:
-    from inferd.core.project import Project
-    from inferd.core.settings import Settings
+    from inferd.config.project import Project
+    from inferd.config.settings import Settings
 
 
 def command() -> TyperCommand:

@@ -1,5 +1,5 @@
 """The settings of one model: server-wide defaults, then its entry in the model settings file, then
-its ``INFERD_MODELS__<NAME>__...`` variables (or ``Settings.models``)."""
+its ``INFERD_MODELS__<NAME>__...`` variables (or ``ServerSettings.models``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from inferd.core.batching import BatchSettings
 from inferd.core.errors import TargetError
 from inferd.core.limits import Limits
-from inferd.core.settings import ModelSettings, Settings
+from inferd.core.settings import DialectSettings, ModelSettings, ServerSettings
 
 
 @functools.cache
@@ -30,7 +30,7 @@ def _from_file(path: Path) -> dict[str, ModelSettings]:
         raise TargetError(f"invalid model settings in {path}: {exc}") from None
 
 
-def model_settings(settings: Settings, name: str) -> ModelSettings:
+def model_settings(settings: DialectSettings, name: str) -> ModelSettings:
     """What is set for ``name`` (None where the server-wide default applies)."""
     merged: dict[str, Any] = {}
     if settings.model_settings is not None:
@@ -43,7 +43,7 @@ def model_settings(settings: Settings, name: str) -> ModelSettings:
     return ModelSettings(**merged)
 
 
-def batch_settings(settings: Settings, name: str, opt_in: bool = False) -> BatchSettings:
+def batch_settings(settings: DialectSettings, name: str, opt_in: bool = False) -> BatchSettings:
     """How ``name`` batches. With ``opt_in`` (models whose code sees the batch, such as Seldon's
     predict) only the model's own ``max_batch_size`` turns batching on, never the server-wide one."""
     own = model_settings(settings, name)
@@ -55,7 +55,7 @@ def batch_settings(settings: Settings, name: str, opt_in: bool = False) -> Batch
     )
 
 
-def limits(settings: Settings, name: str) -> Limits:
+def limits(settings: ServerSettings, name: str) -> Limits:
     """How ``name``'s requests are admitted: its own ``max_concurrency`` else the server-wide one."""
     own = model_settings(settings, name)
     return Limits(

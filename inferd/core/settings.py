@@ -1,7 +1,11 @@
-"""All of inferd's knobs, declared once. Every field reads ``INFERD_<FIELD>`` from the environment.
+"""The server's settings and what every dialect reads, declared once. Every field reads
+``INFERD_<FIELD>`` from the environment.
 
-The docstring under each field is its documentation (``use_attribute_docstrings``), so the settings
-reference is generated from here and cannot drift.
+Settings that belong to one dialect live with it (``inferd/dialects/<name>/settings.py``, a subclass
+of `DialectSettings`); `inferd.config.settings.Settings`, a layer above, is the server's and every
+dialect's in one object, what ``serve`` reads. The docstring under each field is its documentation
+(``use_attribute_docstrings``), so the settings reference and ``serve``'s options are generated from
+them and cannot drift.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -23,7 +27,6 @@ Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "gra
 DEFAULT_MAX_IMAGE_PIXELS = 4096 * 4096
 #: gRPC's largest message (its lengths are signed 32-bit): what is sent when no limit is set.
 GRPC_LARGEST_MESSAGE = 2**31 - 1
-ServiceType = Literal["MODEL", "ROUTER", "TRANSFORMER", "OUTPUT_TRANSFORMER", "COMBINER", "OUTLIER_DETECTOR"]
 
 
 class ModelSettings(BaseModel):
@@ -44,16 +47,16 @@ class ModelSettings(BaseModel):
     """Requests of this model answered at once in each worker; more wait in a bounded queue."""
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="INFERD_", env_nested_delimiter="__", use_attribute_docstrings=True, extra="ignore"
-    )
+class DialectSettings(BaseModel):
+    """What every dialect may read: what is served under which name and version, how user code runs,
+    and the limits of what it is given. A dialect with settings of its own subclasses this beside its
+    code (``inferd/dialects/<name>/settings.py``); the server gives each dialect its own class's
+    fields alone (`view`), so no dialect reads, or comes to depend on, the server's settings."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="ignore")
 
     target: str = ""
     """What to serve: ``path/model.py:Class``, a module, a config file or a directory."""
-
-    dialect: Dialect = "auto"
-    """Handler convention of the target; ``auto`` detects it from the target."""
 
     name: str | None = None
     """Name the model is served under; defaults to one derived from the target. It must fit a URL
@@ -62,6 +65,80 @@ class Settings(BaseSettings):
 
     model_version: str | None = None
     """Version label of the served model, reported in V2 metadata and responses."""
+
+    predict_in_thread: bool | Literal["auto"] = False
+    """Run synchronous user code (``predict`` and the like) in a thread pool instead of on the event
+    loop.
+
+    Sub-millisecond models are fastest on the loop; turn this on for slow models so health checks
+    and other requests keep being answered while one runs. ``auto`` starts in threads and moves code
+    to the loop while its calls stay under a millisecond (ABEJA handlers always use ``auto`` unless
+    this is ``true``)."""
+
+    install_requirements: bool = False
+    """Install the served project's ``requirements.txt`` with pip before loading it (Cortex projects).
+
+    Off by default: serving a directory should not change the Python environment unless asked."""
+
+    max_upload_files: int = Field(100, ge=1)
+    """Most files one multipart request may carry (DEEPaaS, ABEJA and Seldon forms); more get 413."""
+
+    max_upload_size: int = Field(64 * 1024 * 1024, ge=1)
+    """Largest file, in bytes, of a multipart request; a larger one gets 413."""
+
+    max_image_pixels: int = Field(DEFAULT_MAX_IMAGE_PIXELS, ge=1)
+    """Largest image (width x height) decoded for a handler; larger ones (and video frames) are
+    refused with 400 before their pixels are decoded, which stops decompression bombs.
+
+    The default, 4096 x 4096 = 16,777,216 pixels, is more than any vision model takes as input
+    while a decoded image of that size is at most 48 MiB of RGB (Pillow's own limit, 89,478,485, lets
+    a 200 KB PNG of 8000 x 8000 cost about 850 MB). Raise it for models that really read larger
+    images."""
+
+    data_dir: Path = Path(".inferd")
+    """Where inferd keeps state, such as the SQLite file of training jobs."""
+
+    max_batch_size: int = Field(1, ge=1)
+    """Adaptive batching: the most rows one model call takes; concurrent requests are concatenated on
+    axis 0 up to it. 1 turns batching off (native and V2 models)."""
+
+    max_batch_time_ms: float = Field(1.0, gt=0)
+    """Adaptive batching: how long the first request of a batch waits for others to join."""
+
+    max_queue_size: int = Field(1024, ge=1)
+    """Requests of one model that may wait for a batch (adaptive batching) or for a turn
+    (``max_concurrency``); more are shed with 503 and Retry-After."""
+
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+    """Per-model settings by model name, e.g. ``INFERD_MODELS__IRIS__MAX_BATCH_SIZE=32``; they win
+    over the model settings file."""
+
+    model_settings: Path | None = None
+    """A YAML or JSON file mapping model names to their settings (`max_batch_size`,
+    `max_batch_time_ms`, `max_queue_size`, `max_concurrency`)."""
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str | None) -> str | None:
+        """An empty name would silently fall back to the derived one; a name with ``/`` or ``..``
+        would be served where no request reaches it: both are refused at start-up."""
+        problem = None if value is None else name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+
+class ServerSettings(DialectSettings, BaseSettings):
+    """The server's settings: what it serves, ports, logging, limits, access, workers, batching, and
+    the scale-out (``replicas``, ``autoscale``, ``ray_*``: what the Ray engine runs and what
+    ``export`` writes into manifests alike, so they live here, below both)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="INFERD_", env_nested_delimiter="__", use_attribute_docstrings=True, extra="ignore"
+    )
+
+    dialect: Dialect = "auto"
+    """Handler convention of the target; ``auto`` detects it from the target."""
 
     host: str = "127.0.0.1"
     """Interface the HTTP and gRPC servers bind to."""
@@ -158,12 +235,6 @@ class Settings(BaseSettings):
     interrupted. Code in a thread keeps running to its end after the timeout (a thread cannot be
     stopped) and its answer is dropped; async model code is cancelled. The worker keeps serving."""
 
-    max_upload_files: int = Field(100, ge=1)
-    """Most files one multipart request may carry (DEEPaaS, ABEJA and Seldon forms); more get 413."""
-
-    max_upload_size: int = Field(64 * 1024 * 1024, ge=1)
-    """Largest file, in bytes, of a multipart request; a larger one gets 413."""
-
     grpc_max_message_size: int | None = Field(None, ge=1)
     """Largest gRPC message received and sent, in bytes; a larger request gets RESOURCE_EXHAUSTED,
     refused from its length before it is read. Unset, received messages are held to
@@ -195,95 +266,6 @@ class Settings(BaseSettings):
 
     memory_check_interval: float = Field(1.0, gt=0)
     """Seconds between two checks of ``worker_memory_limit``."""
-
-    predict_in_thread: bool | Literal["auto"] = False
-    """Run synchronous user code (``predict`` and the like) in a thread pool instead of on the event
-    loop.
-
-    Sub-millisecond models are fastest on the loop; turn this on for slow models so health checks
-    and other requests keep being answered while one runs. ``auto`` starts in threads and moves code
-    to the loop while its calls stay under a millisecond (ABEJA handlers always use ``auto`` unless
-    this is ``true``)."""
-
-    abeja_style: Literal["auto", "18.10", "19.04"] = "auto"
-    """Style of an ABEJA handler: ``18.10`` generators, ``19.04`` request handlers, or ``auto`` to tell
-    them apart by the first parameter's name and whether the function is a generator."""
-
-    max_image_pixels: int = Field(DEFAULT_MAX_IMAGE_PIXELS, ge=1)
-    """Largest image (width x height) decoded for a handler; larger ones (and video frames) are
-    refused with 400 before their pixels are decoded, which stops decompression bombs.
-
-    The default, 4096 x 4096 = 16,777,216 pixels, is more than any vision model takes as input
-    while a decoded image of that size is at most 48 MiB of RGB (Pillow's own limit, 89,478,485, lets
-    a 200 KB PNG of 8000 x 8000 cost about 850 MB). Raise it for models that really read larger
-    images."""
-
-    max_video_seconds: float = Field(3600.0, gt=0)
-    """Longest video (by its container's duration, else frames over frame rate) decoded for an ABEJA
-    handler; a longer one is refused with 400 before any frame reaches the handler."""
-
-    install_requirements: bool = False
-    """Install the served project's ``requirements.txt`` with pip before loading it (Cortex projects).
-
-    Off by default: serving a directory should not change the Python environment unless asked."""
-
-    service_type: ServiceType = "MODEL"
-    """Seldon component type (``--service-type``). Every Seldon route is served whatever it says; it
-    picks the method V2 calls: predict, transform_input, transform_output, route or aggregate."""
-
-    parameters: str | None = None
-    """Seldon ``--parameters``: a JSON list of ``{"name", "value", "type"}`` (INT, FLOAT, DOUBLE,
-    STRING, BOOL) passed to the component's constructor as keyword arguments."""
-
-    graph_node_timeout: float = Field(30.0, gt=0)
-    """Seconds a remote node of an inference graph (or, on Ray, a node's deployment) may take to answer
-    one call; a node that takes longer, like one that cannot be reached, fails the request with 503
-    naming the node."""
-
-    graph_startup_timeout: float = Field(10.0, ge=0)
-    """Seconds a graph waits at start-up for its remote nodes to answer; a node still unreachable
-    then stops the server with an error naming it."""
-
-    model_name: str | None = None
-    """DEEPaaS ``--model-name``: the one entry point of ``deepaas.v2.model`` to serve (all when unset;
-    ``deepaas-test`` is the built-in test model). ``DEEPAAS_V2_MODEL`` sets it too."""
-
-    base_path: str = ""
-    """DEEPaaS ``--base-path``: a prefix (starting with ``/``) for every DEEPaaS route."""
-
-    predict_endpoint: bool = True
-    """DEEPaaS predict routes; off, they answer 402 Payment Required (``--nopredict-endpoint``)."""
-
-    train_endpoint: bool = True
-    """DEEPaaS training routes; off, they answer 402 Payment Required (``--notrain-endpoint``)."""
-
-    doc_endpoint: bool = True
-    """The Swagger UI at ``/api`` (DEEPaaS); off, ``/api`` and ``/ui`` are 404 (``--nodoc-endpoint``)."""
-
-    warm: bool = True
-    """Call a DEEPaaS model's ``warm()`` in each worker before it reports ready (``--nowarm``)."""
-
-    data_dir: Path = Path(".inferd")
-    """Where inferd keeps state, such as the SQLite file of training jobs."""
-
-    max_batch_size: int = Field(1, ge=1)
-    """Adaptive batching: the most rows one model call takes; concurrent requests are concatenated on
-    axis 0 up to it. 1 turns batching off (native and V2 models)."""
-
-    max_batch_time_ms: float = Field(1.0, gt=0)
-    """Adaptive batching: how long the first request of a batch waits for others to join."""
-
-    max_queue_size: int = Field(1024, ge=1)
-    """Requests of one model that may wait for a batch (adaptive batching) or for a turn
-    (``max_concurrency``); more are shed with 503 and Retry-After."""
-
-    models: dict[str, ModelSettings] = Field(default_factory=dict)
-    """Per-model settings by model name, e.g. ``INFERD_MODELS__IRIS__MAX_BATCH_SIZE=32``; they win
-    over the model settings file."""
-
-    model_settings: Path | None = None
-    """A YAML or JSON file mapping model names to their settings (`max_batch_size`,
-    `max_batch_time_ms`, `max_queue_size`, `max_concurrency`)."""
 
     engine: Engine = "local"
     """What runs the server: ``local`` (this machine: one process, or ``workers`` of them) or ``ray``
@@ -344,25 +326,15 @@ class Settings(BaseSettings):
                 raise ValueError(f"origin {origin!r} is not '*' or http(s)://host[:port]")
         return [origin.rstrip("/") for origin in value]
 
-    @field_validator("name")
-    @classmethod
-    def _usable_name(cls, value: str | None) -> str | None:
-        """An empty name would silently fall back to the derived one; a name with ``/`` or ``..``
-        would be served where no request reaches it: both are refused at start-up."""
-        problem = None if value is None else name_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-
     @model_validator(mode="after")
-    def _timeout_needs_threads(self) -> Settings:
+    def _timeout_needs_threads(self) -> ServerSettings:
         """A request timeout cannot interrupt synchronous code on the event loop: run it in threads."""
         if self.request_timeout is not None:
             self.predict_in_thread = True
         return self
 
     @model_validator(mode="after")
-    def _autoscale_range(self) -> Settings:
+    def _autoscale_range(self) -> ServerSettings:
         if self.autoscale is not None:
             low, high = self.autoscale_range
             if high < 1 or low > high:
@@ -384,3 +356,14 @@ class Settings(BaseSettings):
             return self.replicas, self.replicas
         low, high = self.autoscale.split(":")
         return int(low), int(high)
+
+
+OwnSettings = TypeVar("OwnSettings", bound=DialectSettings)
+
+
+def view(settings: DialectSettings, kind: type[OwnSettings]) -> OwnSettings:
+    """``settings`` as ``kind``: its fields with the values ``settings`` has (``kind``'s defaults for
+    the ones it lacks). How a dialect gets its own settings out of the server's, and a graph its
+    nodes' out of its own."""
+    given = {name: getattr(settings, name) for name in kind.model_fields if hasattr(settings, name)}
+    return kind.model_validate(given)

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 
 from inferd import __version__
-from inferd.core.project import Project
+from inferd.config.project import Project
 from inferd.deploy.image import APP_DIR, GRPC_PORT, HTTP_PORT, READY_PATH, environment, image_target
 from inferd.deploy.wheel import WHEEL_DIR, requirement
 

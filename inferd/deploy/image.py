@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
+from inferd.config.project import Project
+from inferd.config.settings import Settings
 from inferd.core.importer import split_target
-from inferd.core.project import Project
-from inferd.core.settings import Settings
 
 #: Where the image holds the project (and the working directory of the server in it).
 APP_DIR = "/app"

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from inferd.core.project import Project
-from inferd.core.settings import Settings
+from inferd.config.project import Project
+from inferd.config.settings import Settings
 from inferd.deploy.image import (
     APP_DIR,
     GRPC_PORT,

@@ -6,6 +6,7 @@ through `inferd.protocols.seldon`."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from inferd.core.errors import TargetError
 from inferd.core.importer import import_from_string, split_target
@@ -13,25 +14,25 @@ from inferd.dialects.base import Dialect
 
 #: Dialect name → import string of its `Dialect` object. Auto-detection tries them in this order.
 DIALECTS: dict[str, str] = {
-    "native": "inferd.dialects.native:dialect",
-    "deepaas": "inferd.dialects.deepaas:dialect",
-    "seldon": "inferd.dialects.seldon:dialect",
-    "graph": "inferd.dialects.graph:dialect",
-    "cortex": "inferd.dialects.cortex:dialect",
-    "abeja": "inferd.dialects.abeja:dialect",
+    "native": "inferd.dialects.native.loader:dialect",
+    "deepaas": "inferd.dialects.deepaas.loader:dialect",
+    "seldon": "inferd.dialects.seldon.loader:dialect",
+    "graph": "inferd.dialects.graph.loader:dialect",
+    "cortex": "inferd.dialects.cortex.loader:dialect",
+    "abeja": "inferd.dialects.abeja.loader:dialect",
 }
 
 FILE_SUFFIXES = (".py", ".yaml", ".yml", ".json")
 
 
-def get_dialect(name: str) -> Dialect:
+def get_dialect(name: str) -> Dialect[Any]:
     if name not in DIALECTS:
         raise TargetError(f"dialect '{name}' is not available here; choose one of {sorted(DIALECTS)}")
-    dialect: Dialect = import_from_string(DIALECTS[name])
+    dialect: Dialect[Any] = import_from_string(DIALECTS[name])
     return dialect
 
 
-def detect(target: str) -> Dialect:
+def detect(target: str) -> Dialect[Any]:
     """The dialect whose convention ``target`` follows, or a TargetError listing what was expected."""
     path = Path(split_target(target)[0])
     if ("/" in target or path.suffix in FILE_SUFFIXES) and not path.exists():
@@ -49,5 +50,5 @@ def detect(target: str) -> Dialect:
     )
 
 
-def resolve_dialect(name: str, target: str) -> Dialect:
+def resolve_dialect(name: str, target: str) -> Dialect[Any]:
     return detect(target) if name == "auto" else get_dialect(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from starlette.routing import BaseRoute
@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute
 from inferd.core.dataplane import DataPlane
 from inferd.core.model import PredictInThread
 from inferd.core.registry import ModelFactory
-from inferd.core.settings import Settings
+from inferd.core.settings import DialectSettings
 from inferd.core.types import TensorSpec
 
 if TYPE_CHECKING:  # only its type: a dialect that is not Seldon's does not load Seldon's codec
@@ -105,8 +105,16 @@ class BuildsSeldonComponents(Protocol):
         class is imported now, so a bad target fails before anything is served."""
 
 
-class Dialect(Protocol):
+#: A dialect's own settings class.
+OwnSettings = TypeVar("OwnSettings", bound=DialectSettings)
+
+
+class Dialect(Protocol[OwnSettings]):
+    """A handler convention. Its methods are given its own settings (``settings_type``: what every
+    dialect reads and the dialect's own fields), never the server's."""
+
     name: str
+    settings_type: type[OwnSettings]
     #: GET paths of the platform's health checks, which run no model code: open without a token.
     health_paths: tuple[str, ...]
 
@@ -117,15 +125,15 @@ class Dialect(Protocol):
         """Settings the platform's own environment variables give (Seldon's ports, say); they apply
         where neither an option nor an ``INFERD_`` variable set the field."""
 
-    def models(self, settings: Settings) -> list[ServedModel]:
+    def models(self, settings: OwnSettings) -> list[ServedModel]:
         """The models ``settings.target`` yields; raises TargetError with what was expected."""
 
-    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+    def routes(self, dataplane: DataPlane, settings: OwnSettings) -> list[BaseRoute]:
         """REST routes of the dialect's own wire protocol, beside V2."""
 
-    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+    def grpc_services(self, dataplane: DataPlane, settings: OwnSettings) -> list[Any]:
         """Callables ``add(server)`` registering the dialect's gRPC servicers, beside V2."""
 
-    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+    def try_form(self, name: str, dataplane: DataPlane, settings: OwnSettings) -> TryForm | None:
         """How model ``name`` (loaded and ready) is tried over the dialect's own protocol; None for a
         model tried over V2 only."""

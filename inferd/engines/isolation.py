@@ -22,11 +22,11 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from inferd.config.settings import Settings
 from inferd.core.errors import ModelLoadError, ModelProcessLost, RetryLater
 from inferd.core.keeper import KeptProcess
 from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB
-from inferd.core.settings import Settings
 from inferd.engines import model_process
 from inferd.engines.frames import read_frame, write_frame
 from inferd.protocols import prometheus

@@ -19,8 +19,8 @@ import grpc
 import uvicorn
 from starlette.types import ASGIApp
 
+from inferd.config.settings import Settings
 from inferd.core.errors import ListenError
-from inferd.core.settings import Settings
 from inferd.engines.connections import ConnectionLimits, limited_protocol
 from inferd.engines.open_files import connection_budget, raise_open_files_limit
 from inferd.engines.sockets import bind_http, listen_errors, port_of

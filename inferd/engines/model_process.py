@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message
 
+from inferd.config.settings import Settings
 from inferd.core.processes import end_with_parent
-from inferd.core.settings import Settings
 from inferd.engines.frames import read_frame, write_frame
 from inferd.engines.local import LocalBackend, run
 from inferd.protocols.status import INTERNAL_MESSAGE

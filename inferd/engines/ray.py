@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import inferd
+from inferd.config.settings import Settings
 from inferd.core.errors import EngineError
-from inferd.core.settings import Settings
 from inferd.dialects.graph.spec import GraphSpec
 from inferd.engines.local import Endpoints, OnReady
 from inferd.engines.ray_nodes import (

@@ -17,12 +17,13 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
+from inferd.config.settings import Settings
 from inferd.core.importer import add_to_path
-from inferd.core.settings import Settings
 from inferd.dialects.graph import spec
 from inferd.dialects.graph.errors import NodeError
 from inferd.dialects.graph.loader import GraphDialect
 from inferd.dialects.graph.nodes import Node, NodeFactory, as_message, factories, node_factory
+from inferd.dialects.graph.settings import GraphSettings
 from inferd.server.logging import configure_logging, log_format
 
 #: Node deployments are named after their node, apart from the ingress (``inferd``).
@@ -144,6 +145,6 @@ class HandleGraphDialect(GraphDialect):
     """The graph dialect of the graph's ingress: the same routes, model and executor, with the
     nodes whose code inferd loads behind their deployments' handles."""
 
-    def node_factories(self, graph: spec.GraphSpec, settings: Settings) -> dict[str, NodeFactory]:
+    def node_factories(self, graph: spec.GraphSpec, settings: GraphSettings) -> dict[str, NodeFactory]:
         timeout = settings.graph_node_timeout
         return factories(graph, settings, lambda node: lambda: HandleNode(node, timeout))

@@ -27,10 +27,10 @@ from contextlib import ExitStack
 from multiprocessing.queues import Queue
 from typing import Any
 
+from inferd.config.settings import Settings
 from inferd.core.keeper import KeptProcess, stop_all
 from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB
-from inferd.core.settings import Settings
 from inferd.engines.isolation import ModelProcess
 from inferd.engines.local import Endpoints, LocalBackend, OnReady, run, serve
 from inferd.engines.sockets import bind_http, port_of, reserve_port

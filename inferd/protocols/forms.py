@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from inferd.core.errors import InvalidInput, PayloadTooLarge
-from inferd.core.settings import Settings
+from inferd.core.settings import DialectSettings
 
 #: Starlette's words when a form has more file parts than allowed.
 TOO_MANY_FILES = "Too many files"
@@ -29,7 +29,7 @@ class UploadLimits:
     max_size: int = 64 * 1024 * 1024
 
     @classmethod
-    def of(cls, settings: Settings) -> UploadLimits:
+    def of(cls, settings: DialectSettings) -> UploadLimits:
         return cls(settings.max_upload_files, settings.max_upload_size)
 
     def too_many_files(self) -> PayloadTooLarge:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -15,7 +16,7 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.limits import Gate
 from inferd.core.model_settings import limits
 from inferd.core.registry import ModelRegistry
-from inferd.core.settings import Settings
+from inferd.core.settings import DialectSettings, ServerSettings, view
 from inferd.core.types import ServerMetadata
 from inferd.dialects import get_dialect, resolve_dialect
 from inferd.dialects.base import Dialect, ServesMetrics
@@ -38,32 +39,35 @@ EXTENSIONS = ("binary_tensor_data", "model_repository")
 class Runtime:
     """Everything one process serves, built once from the settings."""
 
-    settings: Settings
-    dialect: Dialect
+    settings: ServerSettings
+    dialect: Dialect[Any]
+    #: The dialect's own part of the settings, all it is given.
+    dialect_settings: DialectSettings
     registry: ModelRegistry
     dataplane: DataPlane
 
 
-def build_runtime(settings: Settings, dialect: Dialect | None = None) -> Runtime:
+def build_runtime(settings: ServerSettings, dialect: Dialect[Any] | None = None) -> Runtime:
     """Resolve the target into registered (not yet loaded) models behind one data plane; ``dialect``
     replaces the one the settings name (an engine's variant of it)."""
     dialect = dialect or resolve_dialect(settings.dialect, settings.target)
+    own = view(settings, dialect.settings_type)
     registry = ModelRegistry()
-    for served in dialect.models(settings):
+    for served in dialect.models(own):
         registry.add(served.name, served.factory, served.version)
     gates = {
         name: Gate(name, found) for name in registry.names() if (found := limits(settings, name)).enabled
     }
     dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS), gates)
-    return Runtime(settings, dialect, registry, dataplane)
+    return Runtime(settings, dialect, own, registry, dataplane)
 
 
 def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
     """The ASGI app of one process. The local engine loads the models before it serves; hosts that
     only run ASGI apps (Ray Serve replicas) pass ``models_lifespan`` to load them on startup."""
     settings, dataplane = runtime.settings, runtime.dataplane
-    dialect_routes = runtime.dialect.routes(dataplane, settings)
-    describer = Describer(runtime.dialect, dataplane, settings)
+    dialect_routes = runtime.dialect.routes(dataplane, runtime.dialect_settings)
+    describer = Describer(runtime.dialect, dataplane, runtime.dialect_settings)
     at_root = not ui.claims_root(dialect_routes)
     tokens = tokens_of(settings)
     login = None if tokens is None else Login(tokens, (ui.PREFIX, "/") if at_root else (ui.PREFIX,))
@@ -107,7 +111,7 @@ def models_lifespan(runtime: Runtime) -> Lifespan[Starlette]:
     return lifespan
 
 
-def _host_check(settings: Settings) -> list[Middleware]:
+def _host_check(settings: ServerSettings) -> list[Middleware]:
     """The ``Host`` check against DNS rebinding (`inferd.server.origins`), before authentication: a
     page on a foreign name learns nothing, not even whether a token is needed."""
     policy = host_policy(settings)
@@ -124,7 +128,7 @@ def _authentication(runtime: Runtime, tokens: Tokens | None, login: Login | None
     return [Middleware(BearerAuth, tokens=tokens, is_open=is_open, login=login)]
 
 
-def create_metrics_app(settings: Settings | None = None) -> Starlette:
+def create_metrics_app(settings: ServerSettings | None = None) -> Starlette:
     """The Prometheus endpoint alone: inferd's ``/metrics``, or on the ``metrics_port`` of a dialect
     whose platform scrapes a metrics server of its own (Seldon's), that server's routes."""
     dialect = get_dialect(settings.dialect) if settings is not None and settings.dialect != "auto" else None

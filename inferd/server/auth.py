@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import Unauthenticated
-from inferd.core.settings import Settings
+from inferd.core.settings import ServerSettings
 from inferd.protocols.status import status_of
 from inferd.server.errors import error_response
 
@@ -80,7 +80,7 @@ def signature(token: bytes, purpose: bytes) -> str:
     return hmac.new(token, purpose, hashlib.sha256).hexdigest()
 
 
-def tokens_of(settings: Settings) -> Tokens | None:
+def tokens_of(settings: ServerSettings) -> Tokens | None:
     """The configured tokens, or None when the server runs without authentication."""
     if not settings.auth_tokens:
         return None

@@ -26,6 +26,6 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> grpc.aio.
     )
     registrar = Registrar(server)  # malformed requests of every service get INVALID_ARGUMENT
     add_to_server(registrar, runtime.dataplane)
-    for add in runtime.dialect.grpc_services(runtime.dataplane, runtime.settings):
+    for add in runtime.dialect.grpc_services(runtime.dataplane, runtime.dialect_settings):
         add(registrar)
     return server

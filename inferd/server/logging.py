@@ -15,7 +15,7 @@ import orjson
 
 from inferd.core.context import request_id
 from inferd.core.importer import import_from_string
-from inferd.core.settings import Settings
+from inferd.core.settings import ServerSettings
 
 _RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 
@@ -44,7 +44,7 @@ FORMATTERS = {
 }
 
 
-def log_format(settings: Settings) -> str:
+def log_format(settings: ServerSettings) -> str:
     """The chosen format; ``auto`` is ABEJA's for the ABEJA dialect, inferd's otherwise."""
     if settings.log_format != "auto":
         return settings.log_format

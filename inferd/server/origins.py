@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import Forbidden
-from inferd.core.settings import Settings
+from inferd.core.settings import ServerSettings
 from inferd.protocols.control import SAFE_METHODS, ControlRoute
 from inferd.server.errors import error_response
 
@@ -145,7 +145,7 @@ class HostPolicy:
         )
 
 
-def host_policy(settings: Settings) -> HostPolicy | None:
+def host_policy(settings: ServerSettings) -> HostPolicy | None:
     """The ``Host`` check of a server bound to loopback, or of any when ``allowed_hosts`` is set; None
     when neither (a server bound to another interface answers whatever name it is reached by)."""
     if is_loopback(settings.host) or settings.allowed_hosts:

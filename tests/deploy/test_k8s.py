@@ -131,7 +131,7 @@ def test_the_serve_config_is_valid_for_ray_and_its_builder_takes_the_arguments()
     from ray import serve
     from ray.serve.schema import ServeDeploySchema
 
-    from inferd.core.settings import Settings
+    from inferd.config.settings import Settings
     from inferd.engines.ray import app_builder, deployment_options
 
     (service,) = export(IRIS, "--target", "rayservice", "--autoscale", "1:4")

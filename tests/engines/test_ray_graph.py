@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from inferd.core.settings import Settings
+from inferd.config.settings import Settings
 from tests.servers import RunningServer, serve
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")

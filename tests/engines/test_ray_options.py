@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from inferd.core.settings import Settings
+from inferd.config.settings import Settings
 from inferd.engines.ray import USER_CODE_THREAD_VARIABLE, deployment_options
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from inferd.core.settings import GRPC_LARGEST_MESSAGE, Settings
+from inferd.config.settings import Settings
+from inferd.core.settings import GRPC_LARGEST_MESSAGE
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 from tests.security.conftest import APPS, TOKENS

@@ -1,6 +1,2 @@
 """The ABEJA Platform dialect: 18.10 ``handler(input_iter, context)`` generators and 19.04+
 ``handler(request, context)`` functions, on ABEJA's HTTP surface and over V2."""
-
-from inferd.dialects.abeja.loader import dialect
-
-__all__ = ["dialect"]

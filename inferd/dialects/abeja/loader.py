@@ -15,17 +15,17 @@ from inferd.core.errors import ModelLoadError
 from inferd.core.importer import split_target
 from inferd.core.model import Model
 from inferd.core.requirements import pip_install
-from inferd.core.settings import Settings
 from inferd.dialects.abeja import rest
 from inferd.dialects.abeja.handler import handler_target, looks_like_handler, model_root
 from inferd.dialects.abeja.service import AbejaModel
+from inferd.dialects.abeja.settings import AbejaSettings
 from inferd.dialects.base import ServedModel, TryForm
 from inferd.protocols.forms import UploadLimits
 
 logger = logging.getLogger("inferd.abeja")
 
 
-def served_name(settings: Settings) -> str:
+def served_name(settings: AbejaSettings) -> str:
     module = split_target(handler_target(settings.target))[0]
     return settings.name or module.rsplit(".", 1)[-1].removesuffix(".py").rsplit("/", 1)[-1]
 
@@ -41,6 +41,7 @@ def install_requirements() -> None:
 
 class AbejaDialect:
     name = "abeja"
+    settings_type = AbejaSettings
     health_paths: tuple[str, ...] = ("/health_check",)
 
     def detect(self, target: str) -> bool:
@@ -49,7 +50,7 @@ class AbejaDialect:
     def settings_from_environment(self) -> dict[str, Any]:
         return {}
 
-    def models(self, settings: Settings) -> list[ServedModel]:
+    def models(self, settings: AbejaSettings) -> list[ServedModel]:
         target = handler_target(settings.target)
         if settings.install_requirements:
             install_requirements()
@@ -66,13 +67,13 @@ class AbejaDialect:
 
         return [ServedModel(served_name(settings), factory, settings.model_version)]
 
-    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+    def routes(self, dataplane: DataPlane, settings: AbejaSettings) -> list[BaseRoute]:
         return rest.routes(dataplane, served_name(settings))
 
-    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+    def grpc_services(self, dataplane: DataPlane, settings: AbejaSettings) -> list[Any]:
         return []
 
-    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+    def try_form(self, name: str, dataplane: DataPlane, settings: AbejaSettings) -> TryForm | None:
         """A JSON body or a file (an image, a video) posted to ``/``, as ABEJA's clients send them."""
         return TryForm("body", "/", {})
 

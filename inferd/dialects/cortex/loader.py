@@ -23,7 +23,7 @@ from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
 from inferd.core.registry import ModelFactory
 from inferd.core.requirements import pip_install
-from inferd.core.settings import Settings
+from inferd.core.settings import DialectSettings
 from inferd.dialects.base import ServedModel, TryForm
 from inferd.dialects.cortex import onnx, rest, tensorflow
 from inferd.dialects.cortex.adapter import CortexModel, OnnxApi, PredictorApi, TensorFlowApi
@@ -33,7 +33,7 @@ from inferd.dialects.cortex.handlers import load_handlers, load_predictor
 logger = logging.getLogger("inferd.cortex")
 
 
-def factory_for(api: ApiConfig, settings: Settings) -> ModelFactory:
+def factory_for(api: ApiConfig, settings: DialectSettings) -> ModelFactory:
     """Check the API now (startup errors) and return how each process builds its model."""
     if api.model is not None and not api.model.exists():
         raise TargetError(f"api {api.name}: model {api.model}: no such file or directory")
@@ -55,7 +55,7 @@ def factory_for(api: ApiConfig, settings: Settings) -> ModelFactory:
     return _configured(lambda: OnnxApi(api, handlers, batching), settings)
 
 
-def _configured(build: Callable[[], CortexModel], settings: Settings) -> ModelFactory:
+def _configured(build: Callable[[], CortexModel], settings: DialectSettings) -> ModelFactory:
     def factory() -> Model:
         model = build()
         model.predict_in_thread = settings.predict_in_thread
@@ -86,6 +86,7 @@ def read_sample(path: Path) -> Any:
 
 class CortexDialect:
     name = "cortex"
+    settings_type = DialectSettings
     health_paths: tuple[str, ...] = ("/healthz",)
 
     def __init__(self) -> None:
@@ -106,23 +107,23 @@ class CortexDialect:
     def settings_from_environment(self) -> dict[str, Any]:
         return {}
 
-    def models(self, settings: Settings) -> list[ServedModel]:
+    def models(self, settings: DialectSettings) -> list[ServedModel]:
         apis = self.apis(settings.target)
         if settings.install_requirements:
             install_requirements(apis[0].project_dir)
         hide_file_names(api.handler for api in apis if api.handler is not None)
         return [ServedModel(api.name, factory_for(api, settings), settings.model_version) for api in apis]
 
-    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+    def routes(self, dataplane: DataPlane, settings: DialectSettings) -> list[BaseRoute]:
         return rest.routes(dataplane, self.apis(settings.target))
 
-    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+    def try_form(self, name: str, dataplane: DataPlane, settings: DialectSettings) -> TryForm | None:
         """A JSON sample posted to the API's endpoint; the project's ``sample.json`` (Cortex's examples
         each had one, for ``curl -d @sample.json``) is the one to start from."""
         api = next(api for api in self.apis(settings.target) if api.name == name)
         return TryForm("json", api.endpoint, read_sample(api.project_dir / SAMPLE))
 
-    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+    def grpc_services(self, dataplane: DataPlane, settings: DialectSettings) -> list[Any]:
         return []
 
 

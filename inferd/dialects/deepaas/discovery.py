@@ -18,8 +18,8 @@ from marshmallow.warnings import RemovedInMarshmallow4Warning
 
 from inferd.core.errors import ModelLoadError, TargetError
 from inferd.core.importer import add_to_path, import_from_string, split_target
-from inferd.core.settings import Settings
 from inferd.dialects.deepaas import stand_in, test_model
+from inferd.dialects.deepaas.settings import DeepaasSettings
 
 logger = logging.getLogger("inferd.deepaas")
 
@@ -60,7 +60,7 @@ def _loadable(name: str, load: Callable[[], Any]) -> Callable[[], Any] | None:
     return load
 
 
-def discover(settings: Settings) -> dict[str, Callable[[], Any]]:
+def discover(settings: DeepaasSettings) -> dict[str, Callable[[], Any]]:
     """Served name → how to load the model's object, in each process."""
     prepare_imports()
     if settings.target:

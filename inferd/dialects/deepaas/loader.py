@@ -19,11 +19,11 @@ from starlette.routing import BaseRoute
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import TargetError
 from inferd.core.model import Model
-from inferd.core.settings import Settings
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, settings_from
 from inferd.dialects.deepaas import rest
 from inferd.dialects.deepaas.discovery import discover, load_target
 from inferd.dialects.deepaas.model import DeepaasModel
+from inferd.dialects.deepaas.settings import DeepaasSettings
 
 #: Methods that make an object a DEEPaaS model (a Seldon class has ``predict`` too).
 MODEL_METHODS = ("get_metadata", "get_predict_args", "get_train_args")
@@ -69,6 +69,7 @@ def looks_like_model(target: str) -> bool:
 
 class DeepaasDialect:
     name = "deepaas"
+    settings_type = DeepaasSettings
     #: DEEPaaS has no health route of its own; probes use V2's /v2/health/ready.
     health_paths: tuple[str, ...] = ()
 
@@ -78,7 +79,7 @@ class DeepaasDialect:
     def settings_from_environment(self) -> dict[str, Any]:
         return settings_from(ENVIRONMENT, {"port": DEFAULT_PORT})
 
-    def models(self, settings: Settings) -> list[ServedModel]:
+    def models(self, settings: DeepaasSettings) -> list[ServedModel]:
         if settings.base_path and not settings.base_path.startswith("/"):
             raise TargetError(f"--base-path must start with '/': {settings.base_path!r}")
         check_libraries()
@@ -87,13 +88,13 @@ class DeepaasDialect:
             for name, load in discover(settings).items()
         ]
 
-    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+    def routes(self, dataplane: DataPlane, settings: DeepaasSettings) -> list[BaseRoute]:
         return rest.routes(dataplane, settings)
 
-    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+    def grpc_services(self, dataplane: DataPlane, settings: DeepaasSettings) -> list[Any]:
         return []
 
-    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+    def try_form(self, name: str, dataplane: DataPlane, settings: DeepaasSettings) -> TryForm | None:
         """The predict route's arguments, as its Swagger document describes them."""
         model = dataplane.registry.get(name)
         assert isinstance(model, DeepaasModel)
@@ -101,7 +102,7 @@ class DeepaasDialect:
         return TryForm("fields", f"{base}/v2/models/{name}/predict/", fields=model.predict_parameters(base))
 
 
-def _factory(name: str, load: Callable[[], Any], settings: Settings) -> Callable[[], Model]:
+def _factory(name: str, load: Callable[[], Any], settings: DeepaasSettings) -> Callable[[], Model]:
     def build() -> Model:
         return DeepaasModel(name, load, settings.warm, settings.predict_in_thread)
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from marshmallow import ValidationError, fields
 
-from inferd.core.settings import Settings
 from inferd.dialects.deepaas import uploads
 from inferd.dialects.deepaas.discovery import discover, entry_points
 from inferd.dialects.deepaas.model import DeepaasModel
+from inferd.dialects.deepaas.settings import DeepaasSettings
 from inferd.dialects.deepaas.stand_in import uploaded_file
 from inferd.dialects.deepaas.test_model import NAME as TEST_MODEL
 from inferd.dialects.deepaas.training import date_text, shown_args
@@ -26,7 +26,7 @@ class LocalCallError(Exception):
     """What the command line gave cannot be called (unknown model, bad argument): exit 2."""
 
 
-def load(name: str, settings: Settings) -> DeepaasModel:
+def load(name: str, settings: DeepaasSettings) -> DeepaasModel:
     """NAME is an entry point (or ``deepaas-test``), else a ``module:attr`` target."""
     if name == TEST_MODEL or name in entry_points():
         chosen = settings.model_copy(update={"model_name": name, "target": ""})

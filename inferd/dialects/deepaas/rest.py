@@ -20,10 +20,10 @@ from starlette.types import Scope
 
 from inferd import __version__
 from inferd.core.dataplane import DataPlane
-from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, swagger, training, ui
 from inferd.dialects.deepaas.model import DeepaasModel, MetadataFailed
 from inferd.dialects.deepaas.predict import Predict
+from inferd.dialects.deepaas.settings import DeepaasSettings
 from inferd.protocols.fallback import ANY_METHOD
 from inferd.protocols.forms import UploadLimits
 
@@ -86,7 +86,7 @@ class Redirects(Route):
         return response
 
 
-def routes(dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+def routes(dataplane: DataPlane, settings: DeepaasSettings) -> list[BaseRoute]:
     base = settings.base_path.rstrip("/")
     names = dataplane.registry.names()
     jobs = training.Jobs(settings) if settings.train_endpoint else None

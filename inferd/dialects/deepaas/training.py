@@ -20,11 +20,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from inferd.core.jobs import STOPPED, JobRecord, JobRunner, JobStatus, JobStore
-from inferd.core.settings import Settings
 from inferd.dialects.deepaas import responses, uploads
 from inferd.dialects.deepaas.arguments import parse_or_answer
 from inferd.dialects.deepaas.discovery import discover
 from inferd.dialects.deepaas.model import DeepaasModel
+from inferd.dialects.deepaas.settings import DeepaasSettings
 from inferd.dialects.deepaas.stand_in import is_uploaded_file
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.fallback import ANY_METHOD
@@ -41,7 +41,7 @@ JobHandler = Callable[[Request, "Jobs"], Awaitable[Response]]
 class Jobs:
     """This process's store and runner; the store file is shared by every worker."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: DeepaasSettings) -> None:
         self.store = JobStore(Path(settings.data_dir) / STORE_FILE)
         self.runner = JobRunner(self.store)
         self.settings = settings
@@ -87,7 +87,7 @@ def shown_args(values: dict[str, Any]) -> dict[str, Any]:
 
 def run_training(settings_fields: dict[str, Any], name: str, values: dict[str, Any]) -> Any:
     """In the job's process: load the model as the server does, warm it, and train."""
-    settings = Settings(**settings_fields)
+    settings = DeepaasSettings(**settings_fields)
     model = DeepaasModel(name, discover(settings)[name], settings.warm)
     model.load()
     return model.user.train(**values)

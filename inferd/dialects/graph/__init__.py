@@ -1,6 +1,2 @@
 """Inference graphs with Seldon's semantics: transformers, models, routers, combiners and output
 transformers of any dialect, local or on other servers, run by inferd's own executor."""
-
-from inferd.dialects.graph.loader import dialect
-
-__all__ = ["dialect"]

@@ -36,11 +36,12 @@ from google.protobuf.message import Message
 from inferd.core.errors import TargetError
 from inferd.core.importer import add_to_path, split_target
 from inferd.core.model import Model, resolve
-from inferd.core.settings import Settings
+from inferd.core.settings import view
 from inferd.core.types import DTYPES, InferenceRequest
 from inferd.dialects import get_dialect, resolve_dialect
 from inferd.dialects.base import BuildsSeldonComponents
 from inferd.dialects.graph.errors import NodeError
+from inferd.dialects.graph.settings import GraphSettings
 from inferd.dialects.graph.spec import GraphSpec, NodeSpec
 from inferd.protocols.seldon import methods, payload
 from inferd.protocols.seldon._generated import prediction_pb2 as pb
@@ -329,7 +330,7 @@ class GrpcNode:
 
 
 def factories(
-    graph: GraphSpec, settings: Settings, hosted: Callable[[NodeSpec], NodeFactory] | None = None
+    graph: GraphSpec, settings: GraphSettings, hosted: Callable[[NodeSpec], NodeFactory] | None = None
 ) -> dict[str, NodeFactory]:
     """How to build each node of ``graph``, by name; a node whose code cannot be found is a
     TargetError naming it. ``hosted``, when given, builds the nodes whose code would run here (on
@@ -338,7 +339,7 @@ def factories(
     return {spec.name: _named_factory(graph, spec, settings, hosted) for spec in graph.root.walk()}
 
 
-def node_factory(graph: GraphSpec, name: str, settings: Settings) -> NodeFactory:
+def node_factory(graph: GraphSpec, name: str, settings: GraphSettings) -> NodeFactory:
     """How to build the one node ``name`` of ``graph`` here (a node's own process, on Ray)."""
     add_to_path(graph.directory)
     found = next((spec for spec in graph.root.walk() if spec.name == name), None)
@@ -348,7 +349,10 @@ def node_factory(graph: GraphSpec, name: str, settings: Settings) -> NodeFactory
 
 
 def _named_factory(
-    graph: GraphSpec, spec: NodeSpec, settings: Settings, hosted: Callable[[NodeSpec], NodeFactory] | None
+    graph: GraphSpec,
+    spec: NodeSpec,
+    settings: GraphSettings,
+    hosted: Callable[[NodeSpec], NodeFactory] | None,
 ) -> NodeFactory:
     timeouts = Timeouts(settings.graph_node_timeout, settings.graph_startup_timeout)
     try:
@@ -360,7 +364,7 @@ def _named_factory(
 def _factory(
     spec: NodeSpec,
     directory: Path,
-    settings: Settings,
+    settings: GraphSettings,
     timeouts: Timeouts,
     hosted: Callable[[NodeSpec], NodeFactory] | None,
 ) -> NodeFactory:
@@ -379,14 +383,17 @@ def _factory(
         return _seldon_factory(dialect, spec, target, settings)
     if spec.type not in ("MODEL", "TRANSFORMER", "OUTPUT_TRANSFORMER") or spec.routes or spec.combines:
         raise TargetError(f"a {dialect.name} model can be a MODEL or a transformer, not a {spec.type}")
-    served = dialect.models(settings.model_copy(update={"target": target, "name": None}))
+    # the node's dialect gets what every dialect reads from the graph's settings, its own at defaults
+    served = dialect.models(
+        view(settings, dialect.settings_type).model_copy(update={"target": target, "name": None})
+    )
     if len(served) != 1:
         raise TargetError(f"'{spec.target}' yields {len(served)} models; name one (path/model.py:Class)")
     return lambda: ModelNode(spec, served[0].factory())
 
 
 def _seldon_factory(
-    dialect: BuildsSeldonComponents, spec: NodeSpec, target: str, settings: Settings
+    dialect: BuildsSeldonComponents, spec: NodeSpec, target: str, settings: GraphSettings
 ) -> NodeFactory:
     unit = (spec.name, spec.image or spec.target or "")
     service_type = spec.type if spec.type in SERVICE_TYPES else "MODEL"

@@ -19,7 +19,7 @@ from inferd.core.errors import TargetError
 from inferd.core.importer import import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
-from inferd.core.settings import Settings
+from inferd.core.settings import DialectSettings
 from inferd.dialects.base import ServedModel, TryForm
 
 Found = list[tuple[str, type[Model]]]
@@ -54,6 +54,7 @@ def _subclasses_in(module: str) -> Found:
 
 class NativeDialect:
     name = "native"
+    settings_type = DialectSettings
     health_paths: tuple[str, ...] = ()
 
     def detect(self, target: str) -> bool:
@@ -66,7 +67,7 @@ class NativeDialect:
     def settings_from_environment(self) -> dict[str, Any]:
         return {}
 
-    def models(self, settings: Settings) -> list[ServedModel]:
+    def models(self, settings: DialectSettings) -> list[ServedModel]:
         found = find_model_classes(settings.target)
         if settings.name and len(found) > 1:
             raise TargetError(f"--name needs a target with one model; '{settings.target}' has {len(found)}")
@@ -75,17 +76,17 @@ class NativeDialect:
             for served, cls in ((settings.name or name, cls) for name, cls in found)
         ]
 
-    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+    def routes(self, dataplane: DataPlane, settings: DialectSettings) -> list[BaseRoute]:
         return []
 
-    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+    def grpc_services(self, dataplane: DataPlane, settings: DialectSettings) -> list[Any]:
         return []
 
-    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+    def try_form(self, name: str, dataplane: DataPlane, settings: DialectSettings) -> TryForm | None:
         return None  # V2 is the native protocol
 
 
-def _factory(cls: type[Model], settings: Settings, name: str) -> Any:
+def _factory(cls: type[Model], settings: DialectSettings, name: str) -> Any:
     """Builds the model in each process, behind a batcher when its settings ask for one."""
     batching = batch_settings(settings, name)
 

@@ -21,10 +21,10 @@ from inferd.core.errors import TargetError
 from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model, PredictInThread
 from inferd.core.model_settings import batch_settings
-from inferd.core.settings import Settings
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, example_tensor, settings_from
 from inferd.dialects.seldon import grpc, rest
 from inferd.dialects.seldon.component import SeldonModel
+from inferd.dialects.seldon.settings import SeldonSettings
 from inferd.dialects.seldon.stand_in import install_aliases
 from inferd.protocols.forms import UploadLimits
 from inferd.protocols.seldon.component import Component
@@ -91,12 +91,13 @@ def looks_like_component(target: str) -> bool:
     return not issubclass(found, Model) and any(callable(getattr(found, m, None)) for m in COMPONENT_METHODS)
 
 
-def served_name(settings: Settings) -> str:
+def served_name(settings: SeldonSettings) -> str:
     return settings.name or split_target(class_target(settings.target))[1].lower()  # type: ignore[union-attr]
 
 
 class SeldonDialect:
     name = "seldon"
+    settings_type = SeldonSettings
     #: Not /health/status: it runs the component's own health_status, which is model code.
     health_paths: tuple[str, ...] = ("/health/ping",)
 
@@ -109,7 +110,7 @@ class SeldonDialect:
             found["grpc_enabled"] = False
         return found
 
-    def models(self, settings: Settings) -> list[ServedModel]:
+    def models(self, settings: SeldonSettings) -> list[ServedModel]:
         """The component; its parameters are checked before its class is imported, as
         seldon-core-microservice checks them, so a bad list is MICROSERVICE_BAD_PARAMETER whatever
         the class name says."""
@@ -138,10 +139,10 @@ class SeldonDialect:
         user_class = load_user_class(target)
         return lambda: SeldonModel(user_class, parameters, service_type, predict_in_thread, unit=unit)
 
-    def routes(self, dataplane: DataPlane, settings: Settings) -> list[BaseRoute]:
+    def routes(self, dataplane: DataPlane, settings: SeldonSettings) -> list[BaseRoute]:
         return rest.routes(dataplane, served_name(settings), UploadLimits.of(settings))
 
-    def grpc_services(self, dataplane: DataPlane, settings: Settings) -> list[Any]:
+    def grpc_services(self, dataplane: DataPlane, settings: SeldonSettings) -> list[Any]:
         return [grpc.registrar(dataplane, served_name(settings))]
 
     def metrics_routes(self) -> list[BaseRoute]:
@@ -149,7 +150,7 @@ class SeldonDialect:
         ``PREDICTIVE_UNIT_METRICS_ENDPOINT``; inferd's own stay on the HTTP port's ``/metrics``."""
         return rest.metrics_routes()
 
-    def try_form(self, name: str, dataplane: DataPlane, settings: Settings) -> TryForm | None:
+    def try_form(self, name: str, dataplane: DataPlane, settings: SeldonSettings) -> TryForm | None:
         """A Seldon message on the external predictions route; its ndarray has the declared input's
         shape when the component's metadata gives one."""
         inputs = dataplane.model_metadata(name).inputs

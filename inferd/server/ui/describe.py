@@ -8,7 +8,7 @@ from typing import Any
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.registry import ModelEntry
-from inferd.core.settings import Settings
+from inferd.core.settings import DialectSettings
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.dialects.base import Dialect, TryForm, example_tensor
 from inferd.protocols import prometheus
@@ -30,7 +30,7 @@ def tensor(spec: TensorSpec) -> dict[str, Any]:
 class Describer:
     """Describes the models of one process's registry, with traffic summed over every worker."""
 
-    def __init__(self, dialect: Dialect, dataplane: DataPlane, settings: Settings) -> None:
+    def __init__(self, dialect: Dialect[Any], dataplane: DataPlane, settings: DialectSettings) -> None:
         self.dialect, self.dataplane, self.settings = dialect, dataplane, settings
 
     def models(self) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ import httpx
 import numpy as np
 import pytest
 
-from inferd.core.settings import Settings
+from inferd.config.settings import Settings
 from inferd.dialects.cortex.rest import METHOD_NOT_ALLOWED, NOT_FOUND, Predict
 from inferd.server.app import build_runtime, create_app
 from inferd.server.routing import DirectRoutes

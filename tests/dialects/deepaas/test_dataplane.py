@@ -9,7 +9,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from inferd.core.settings import Settings
+from inferd.config.settings import Settings
 from inferd.dialects.deepaas.predict import Predict
 from inferd.dialects.deepaas.test_model import NAME
 from inferd.server.app import build_runtime, create_app

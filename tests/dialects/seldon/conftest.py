@@ -12,10 +12,10 @@ import httpx
 from prometheus_client import REGISTRY
 from starlette.applications import Starlette
 
+from inferd.config.settings import Settings
 from inferd.core.dataplane import DataPlane
 from inferd.core.model import Model
 from inferd.core.registry import ModelRegistry
-from inferd.core.settings import Settings
 from inferd.core.types import ServerMetadata
 from inferd.dialects import get_dialect
 from inferd.server.app import Runtime, create_app

@@ -19,9 +19,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from inferd.config.settings import Settings
 from inferd.core.errors import TargetError
 from inferd.core.importer import split_target, working_directory
-from inferd.core.settings import Settings
 
 PROJECT_FILE = "inferd.yaml"
 #: Files in a project that call for an extra of inferd.
