@@ -18,12 +18,12 @@ from starlette.types import Receive, Scope, Send
 
 
 def header(scope: Scope, name: bytes) -> str | None:
-    """The last value of a request header (``name`` lower-case), as Starlette's ``headers.get``."""
-    found = None
+    """The first value of a request header (``name`` lower-case), as Starlette's ``headers.get``
+    gives it, so a route answers the same as a bare endpoint as it did on Starlette's request."""
     for key, value in scope["headers"]:
         if key == name:
-            found = value
-    return None if found is None else found.decode("latin-1")
+            return str(value.decode("latin-1"))
+    return None
 
 
 class TextHeaders:

@@ -25,20 +25,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import Forbidden
 from inferd.core.settings import ServerSettings
+from inferd.protocols.asgi import header
 from inferd.protocols.control import SAFE_METHODS, ControlRoute
 from inferd.server.errors import error_response
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 #: (scheme, host, port), the parts two origins must share.
 Origin = tuple[str, str, int]
-
-
-def header(scope: Scope, name: bytes) -> str | None:
-    """The first ``name`` header of the request, if any."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
 
 
 def parse_origin(text: str) -> Origin | None:

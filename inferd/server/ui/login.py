@@ -29,9 +29,10 @@ from starlette.routing import BaseRoute
 from starlette.types import Scope
 
 from inferd.core.errors import PayloadTooLarge
+from inferd.protocols.asgi import header
 from inferd.protocols.control import ControlRoute
 from inferd.server.auth import Tokens, signature
-from inferd.server.origins import DEFAULT_PORTS, header
+from inferd.server.origins import DEFAULT_PORTS
 from inferd.server.ui.routes import PREFIX
 
 LOGIN = f"{PREFIX}/login"
