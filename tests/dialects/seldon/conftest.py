@@ -16,6 +16,7 @@ from inferd.config.settings import Settings
 from inferd.core.dataplane import DataPlane
 from inferd.core.model import Model
 from inferd.core.registry import ModelRegistry
+from inferd.core.settings import view
 from inferd.core.types import ServerMetadata
 from inferd.dialects import get_dialect
 from inferd.server.app import Runtime, create_app
@@ -62,7 +63,8 @@ def unloaded_app(dialect: str, name: str, registered: bool) -> Starlette:
         registry.add(name, unloadable)
     dataplane = DataPlane(registry, ServerMetadata("inferd", "test", ()))
     settings = Settings(dialect=dialect, target="unused", name=name)
-    return create_app(Runtime(settings, get_dialect(dialect), registry, dataplane))
+    found = get_dialect(dialect)
+    return create_app(Runtime(settings, found, view(settings, found.settings_type), registry, dataplane))
 
 
 def unloadable() -> Model:
