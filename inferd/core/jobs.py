@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import fcntl
 import json
 import logging
 import multiprocessing
@@ -20,7 +21,7 @@ import signal
 import sqlite3
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -81,6 +82,19 @@ class JobRecord:
     message: str | None = None
 
 
+@contextlib.contextmanager
+def _one_process_at_a_time(path: Path) -> Iterator[None]:
+    """Held while a process sets up the store at ``path``: SQLite answers "database is locked" at once,
+    busy timeout or not, to a connection switching the file to WAL while another does (the workers
+    of one server open the store together), so they take turns, on a lock file beside it."""
+    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 class JobStore:
     """Records in SQLite at ``path`` (parent directories are created).
 
@@ -93,10 +107,11 @@ class JobStore:
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
-        if "owner" not in {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}:
-            self._db.execute(_ADD_OWNER)
+        with _one_process_at_a_time(path):
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+            if "owner" not in {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}:
+                self._db.execute(_ADD_OWNER)
 
     def create(self, model: str, args: Any) -> JobRecord:
         """A new ``running`` record; ``args`` must be JSON-serialisable (``TypeError`` otherwise)."""

@@ -50,3 +50,12 @@ def sleep_with_child(seconds: float, started: Path) -> None:
     child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
     started.write_text(f"{os.getpid()} {child.pid}")
     child.wait()
+
+
+def open_store(path: str, start: Any) -> None:
+    """Open the job store at ``path`` when every process is ready (``start``, a Barrier), as the
+    workers of one server do, and close it."""
+    from inferd.core.jobs import JobStore
+
+    start.wait()
+    JobStore(Path(path)).close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import multiprocessing
 import os
 import re
 import time
@@ -147,6 +148,22 @@ def test_two_workers_share_one_file(tmp_path: Path) -> None:
     finally:
         one.close()
         two.close()
+
+
+def test_processes_opening_a_new_store_together_all_open_it(tmp_path: Path) -> None:
+    """Workers set a new store up at once (SQLite refuses a second WAL switch at the same time, busy
+    timeout or not): every one of them opens it."""
+    context = multiprocessing.get_context("spawn")
+    for round in range(3):
+        path, start = tmp_path / f"jobs-{round}.sqlite3", context.Barrier(4)
+        processes = [
+            context.Process(target=job_targets.open_store, args=(str(path), start)) for _ in range(4)
+        ]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(60)
+        assert [process.exitcode for process in processes] == [0, 0, 0, 0]
 
 
 def test_a_job_returns_its_output_and_its_files_are_removed(runner: JobRunner, tmp_path: Path) -> None:
