@@ -58,14 +58,17 @@ def load_project(
     target: str | None, resolve: Resolver | None = None, instead: str | None = None, **given: Any
 ) -> Project:
     """``target``'s project (its ``inferd.yaml`` read) with the options given on the command line; one
-    that cannot be read ends the command with code 2, suggesting what to type ``instead``."""
+    that cannot be read ends the command with code 2, suggesting what to type ``instead``, one in
+    object storage that cannot be fetched with code 1."""
     from inferd.config.project import Project
-    from inferd.core.errors import TargetError
+    from inferd.core.errors import ModelLoadError, TargetError
 
     try:
         return Project.load(target, given, resolve)
     except TargetError as exc:
         fail(exc.message, instead=instead)
+    except ModelLoadError as exc:
+        fail(exc.message, code=1)
 
 
 def runtime_or_exit(settings: Settings, instead: str | None = None) -> Runtime:

@@ -22,6 +22,8 @@ from pydantic import ValidationError
 from inferd.config.settings import Settings
 from inferd.core.errors import TargetError
 from inferd.core.importer import split_target, working_directory
+from inferd.storage.cache import cache_of
+from inferd.storage.locations import is_remote
 
 PROJECT_FILE = "inferd.yaml"
 #: Files in a project that call for an extra of inferd.
@@ -54,7 +56,9 @@ class Project:
     def load(cls, target: str | None, given: Mapping[str, Any], resolve: Resolver | None = None) -> Project:
         """``target`` (a file, a folder, a module or handler name; None for ``INFERD_TARGET``) with
         ``given`` settings (None values are not given). A folder's ``inferd.yaml`` is read here and
-        nowhere else; ``resolve`` tells an ``auto`` dialect, inside the project's folder."""
+        nowhere else; ``resolve`` tells an ``auto`` dialect, inside the project's folder. A target in
+        object storage (``s3://bucket/project/``) is its copy in the model cache."""
+        target = fetched(target, given)
         file = read_file(Path(target)) if target and Path(target).is_dir() else None
         folder = Path(target).resolve() if file is not None and target else _folder_of(target)
         values = {
@@ -93,6 +97,19 @@ class Project:
         if self.engine == "ray":
             found.add("ray")
         return sorted(found | set(more))
+
+
+def fetched(target: str | None, given: Mapping[str, Any]) -> str | None:
+    """``target`` (or ``INFERD_TARGET``) when it names object storage: fetched into the model cache the
+    settings name, a ``:Class`` suffix kept; any other target as it is. Workers are given the copy,
+    so it is downloaded once."""
+    named = target or os.environ.get("INFERD_TARGET")
+    if not named or not is_remote(named):
+        return target
+    uri, attribute = split_target(named)
+    cache = cache_of(settings_from({key: value for key, value in given.items() if value is not None}))
+    found = cache.fetch(uri)
+    return str(found.path) + (f":{attribute}" if attribute else "")
 
 
 def read_file(folder: Path) -> dict[str, Any] | None:

@@ -98,6 +98,19 @@ class DialectSettings(BaseModel):
     data_dir: Path = Path(".inferd")
     """Where inferd keeps state, such as the SQLite file of training jobs."""
 
+    model_cache_dir: Path | None = None
+    """Where models named by a storage URI (``s3://``, ``gs://``, ``https://``: a served target, a
+    Cortex API's ``model``) are kept once downloaded; every worker and every server given the same
+    folder shares them, so a model is downloaded once. Unset: ``model-cache`` in ``data_dir``."""
+
+    model_cache_size: int = Field(10 * 1024, ge=1)
+    """Most MiB the model cache keeps; past it the models fetched least recently are removed."""
+
+    @property
+    def model_cache(self) -> Path:
+        """The model cache's folder: ``model_cache_dir``, else ``model-cache`` in ``data_dir``."""
+        return self.model_cache_dir or Path(self.data_dir) / "model-cache"
+
     max_batch_size: int = Field(1, ge=1)
     """Adaptive batching: the most rows one model call takes; concurrent requests are concatenated on
     axis 0 up to it. 1 turns batching off (native and V2 models)."""

@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inferd.core.errors import TargetError
+from inferd.storage.locations import local_path
 
 Format = Literal["onnx", "tensorflow", "predictor"]
 BLOCKS: tuple[Format, ...] = ("onnx", "tensorflow", "predictor")
 CONFIG_NAMES = ("cortex.yaml", "cortex.yml")
 #: Keys of the 0.8/0.9 layout, which 0.10 moved into the blocks.
 FLAT_KEYS = ("model", "model_format", "request_handler", "tf_signature_key", "tf_serving_key")
-#: ``s3://``, ``gs://``, ``https://``, ``file://``: a URI rather than a path.
-URI_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,8 @@ class ApiConfig:
     format: Format
     project_dir: Path
     model: Path | None = None
+    #: A model in object storage (``s3://...``), as written; start-up fetches it and sets ``model``.
+    model_uri: str | None = None
     #: As written in the config (messages quote it), and resolved against the project dir.
     handler_name: str | None = None
     handler: Path | None = None
@@ -140,7 +141,7 @@ def _flat_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, An
     alias = item.get("tf_serving_key") if format == "tensorflow" else None
     return {
         "format": format,
-        "model": _local_path(name, "model", model, project),
+        **_model(model, project),
         **_handler(name, item.get("request_handler"), project),
         "signature_key": item.get("tf_signature_key") or alias,
     }
@@ -162,10 +163,10 @@ def _block_fields(name: str, block: Any, kind: Format, project: Path) -> dict[st
     }
     if kind == "predictor":
         model = block.get("model")
-        fields["model"] = _local_path(name, "model", model, project) if model else None
+        fields.update(_model(model, project) if model else {})
         fields.update(_handler(name, _required(name, block, "path", kind), project))
     else:
-        fields["model"] = _local_path(name, "model", _required(name, block, "model", kind), project)
+        fields.update(_model(_required(name, block, "model", kind), project))
         fields.update(_handler(name, block.get("request_handler"), project))
     return fields
 
@@ -185,20 +186,13 @@ def _format(name: str, model: str, given: Any) -> Format:
     return "onnx" if model.endswith(".onnx") else "tensorflow"
 
 
-def _local_path(name: str, key: str, value: str, project: Path) -> Path:
-    """A model path relative to the project dir; ``file://`` is the same as a plain path. Any other
-    ``scheme://`` (``s3://``, ``gs://``, ``https://``) is object storage, which inferd cannot fetch yet:
-    saying so beats a "no such file" for a path that was never meant to be local."""
-    scheme = URI_SCHEME.match(value)
-    if scheme and scheme.group(1).lower() != "file":
-        raise _error(
-            name,
-            f"{key} {value}: remote model storage is not supported yet; "
-            "download the model and use a local path",
-        )
-    if scheme:
-        value = value[scheme.end() :]
-    return (project / value).resolve()
+def _model(value: str, project: Path) -> dict[str, Any]:
+    """Where the model is: a path relative to the project dir (``file://`` is the same), or a storage
+    URI (``s3://``, ``gs://``, ``https://``) kept as written, for start-up to fetch."""
+    path = local_path(value)
+    if path is None:
+        return {"model_uri": value}
+    return {"model": (project / path).resolve()}
 
 
 def _handler(name: str, value: Any, project: Path) -> dict[str, Any]:

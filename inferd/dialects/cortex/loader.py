@@ -1,7 +1,8 @@
 """The Cortex dialect: a ``cortex.yaml`` (or a directory holding one) → one served model per API.
 
 Everything that can be wrong with a project fails here, at startup, as a TargetError (exit code 2):
-the config, remote model URIs (``s3://``, ``gs://``, ``https://``), missing model files or SavedModels,
+the config, models in object storage (``s3://``, ``gs://``, ``https://``) that cannot be fetched,
+missing model files or SavedModels,
 handler parameter names, and a missing onnxruntime or TensorFlow. A SavedModel's signature key is
 checked when it loads (exit code 1).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import orjson
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
-from inferd.core.errors import TargetError
+from inferd.core.errors import ModelLoadError, TargetError
 from inferd.core.importer import hide_file_names
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
@@ -29,12 +31,15 @@ from inferd.dialects.cortex import onnx, rest, tensorflow
 from inferd.dialects.cortex.adapter import CortexModel, OnnxApi, PredictorApi, TensorFlowApi
 from inferd.dialects.cortex.config import ApiConfig, config_path, is_cortex_config, load_config
 from inferd.dialects.cortex.handlers import load_handlers, load_predictor
+from inferd.storage.cache import cache_of
+from inferd.storage.errors import StorageError
 
 logger = logging.getLogger("inferd.cortex")
 
 
 def factory_for(api: ApiConfig, settings: DialectSettings) -> ModelFactory:
     """Check the API now (startup errors) and return how each process builds its model."""
+    api = fetched(api, settings)
     if api.model is not None and not api.model.exists():
         raise TargetError(f"api {api.name}: model {api.model}: no such file or directory")
     if api.format == "predictor":
@@ -53,6 +58,19 @@ def factory_for(api: ApiConfig, settings: DialectSettings) -> ModelFactory:
     handlers = load_handlers(api)
     batching = batch_settings(settings, api.name)
     return _configured(lambda: OnnxApi(api, handlers, batching), settings)
+
+
+def fetched(api: ApiConfig, settings: DialectSettings) -> ApiConfig:
+    """``api`` with its model in object storage fetched into the model cache (each worker asks; one
+    downloads, the others wait for it), as Cortex downloaded it before serving."""
+    if api.model_uri is None:
+        return api
+    try:
+        found = cache_of(settings).fetch(api.model_uri)
+    except StorageError as exc:  # a model that cannot be loaded (exit 1), not a malformed project
+        raise ModelLoadError(f"api {api.name}: model {exc.message}") from None
+    logger.info("api %s: model %s %s", api.name, api.model_uri, "cached" if found.from_cache else "downloaded")
+    return replace(api, model=found.path)
 
 
 def _configured(build: Callable[[], CortexModel], settings: DialectSettings) -> ModelFactory:

@@ -65,22 +65,30 @@ def test_v10_layout(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "uri"),
+    [
+        ("- kind: api\n  name: a\n  model: s3://b/m.onnx\n", "s3://b/m.onnx"),
+        ("- kind: api\n  name: a\n  tensorflow: {model: GS://b/export}\n", "GS://b/export"),
+        (
+            "- kind: api\n  name: a\n  predictor: {path: p.py, model: 'http://host/m.onnx'}\n",
+            "http://host/m.onnx",
+        ),
+    ],
+)
+def test_a_model_in_object_storage_is_kept_as_written_for_startup_to_fetch(
+    tmp_path: Path, text: str, uri: str
+) -> None:
+    path = tmp_path / "cortex.yaml"
+    path.write_text(text)
+    (api,) = load_config(path)
+    assert (api.model_uri, api.model) == (uri, None)
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ("- kind: api\n  name: a\n", "api a: model: key is required"),
         ("- kind: api\n  name: a\n  onnx: {}\n", "api a: onnx: model: key is required"),
-        (
-            "- kind: api\n  name: a\n  model: s3://b/m.onnx\n",
-            "api a: model s3://b/m.onnx: remote model storage is not supported yet",
-        ),
-        (
-            "- kind: api\n  name: a\n  tensorflow: {model: GS://b/export}\n",
-            "api a: model GS://b/export: remote model storage is not supported yet",
-        ),
-        (
-            "- kind: api\n  name: a\n  predictor: {path: p.py, model: 'http://host/m.onnx'}\n",
-            "api a: model http://host/m.onnx: remote model storage is not supported yet",
-        ),
         ("- kind: api\n  name: a\n  model: m.onnx\n  onnx: {model: m.onnx}\n", "api a: model: key is not"),
         ("- kind: api\n  name: a\n  tensorflow: {model: m}\n  onnx: {model: m.onnx}\n", "api a: only one of"),
         (

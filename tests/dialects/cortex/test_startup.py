@@ -1,7 +1,9 @@
-"""Start-up: detection, and projects that must stop ``inferd serve`` with exit code 2 and a clear message."""
+"""Start-up: detection, and projects that must stop ``inferd serve`` with exit code 2 (1 for a model
+that cannot be fetched) and a clear message."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from inferd.dialects import detect
 from tests.dialects.cortex import projects
 from tests.dialects.cortex.conftest import make_project
 from tests.dialects.cortex.projects import SETOSA
-from tests.servers import inferd_command, serve
+from tests.servers import free_port, inferd_command, serve
 
 
 def serve_fails(target: Path) -> str:
@@ -56,15 +58,29 @@ def test_bad_projects_exit_2(
     assert message in serve_fails(folder / "cortex.yaml")
 
 
-@pytest.mark.parametrize(
-    "uri", ["s3://bucket/iris.onnx", "gs://bucket/export/", "https://models.example/iris.onnx"]
-)
-def test_remote_models_stop_startup(uri: str, projects_root: Path) -> None:
-    """Object storage is refused by name, before anything looks for a local file of that name."""
+@pytest.mark.parametrize("uri", ["ftp://bucket/iris.onnx", "s3://bucket/export/"])
+def test_a_model_that_cannot_be_fetched_stops_startup_naming_api_and_uri(
+    uri: str, projects_root: Path
+) -> None:
+    """An unknown scheme, and S3 at an endpoint nothing listens on: exit 1 (the model cannot be
+    loaded), a message naming the API and the URI, never a "no such file" for a local file of that
+    name."""
     folder = projects.write(projects_root / f"remote-{uri.split(':')[0]}", projects.remote(uri))
-    message = serve_fails(folder)
-    assert f"error: api remote: model {uri}: remote model storage is not supported yet" in message
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",  # nothing listens there
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "INFERD_DATA_DIR": str(projects_root / "data"),
+    }
+    command = inferd_command("serve", str(folder), "--port", "0", "--grpc-port", "0")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    message = " ".join(done.stderr.split())
+    assert done.returncode == 1, message
+    assert f"error: api remote: model {uri}" in message
     assert "no such file" not in message
+    assert not any((projects_root / "data" / "model-cache").glob("*/*")), "nothing half-fetched is kept"
 
 
 def test_detects_cortex_yaml_and_its_directory(v08_project: Path) -> None:
