@@ -57,11 +57,21 @@ class Remote:
         if folder_uri and not self._backend.folders:
             raise StorageError(self.uri, "an http(s) URI names one file, not a folder; name the file")
         with self._explained():
-            info = self._backend.filesystem(True).info(self.uri, timeout=self._check_seconds)
+            info = self._first_answer()
             if info["type"] == "file" and not folder_uri:
                 return self._single(info)
             found = self._backend.filesystem(False).find(self.uri, detail=True)
         return self._folder(info["name"], found)
+
+    def _first_answer(self) -> Mapping[str, Any]:
+        try:
+            info: Mapping[str, Any] = self._backend.filesystem(True).info(
+                self.uri, timeout=self._check_seconds
+            )
+        except TimeoutError as exc:
+            problem = f"no answer within {self._check_seconds:g} s; check {self._backend.settings}"
+            raise StorageUnreachable(self.uri, problem) from exc
+        return info
 
     def download(self, listing: Listing, into: Path) -> None:
         """Get every listed file into ``into``, then check each is as long as the listing said (a

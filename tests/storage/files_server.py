@@ -26,9 +26,9 @@ class FileServer:
     files: dict[str, Served] = field(default_factory=dict)
     gets: Counter[str] = field(default_factory=Counter)
 
-    def put(self, path: str, body: bytes, **options: bool | float) -> str:
+    def put(self, path: str, body: bytes, truncated: bool = False, delay: float = 0.0) -> str:
         """Serve ``body`` at ``path``; its URL."""
-        self.files[path] = Served(body, **options)  # type: ignore[arg-type]
+        self.files[path] = Served(body, truncated, delay)
         return f"{self.url}{path}"
 
 
