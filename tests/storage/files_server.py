@@ -18,6 +18,7 @@ class Served:
     body: bytes
     truncated: bool = False  # announce more bytes than are sent, then close the connection
     delay: float = 0.0  # seconds between the headers and the body of a GET
+    etag: bool = True  # without one, a Last-Modified header
 
 
 @dataclass
@@ -26,9 +27,11 @@ class FileServer:
     files: dict[str, Served] = field(default_factory=dict)
     gets: Counter[str] = field(default_factory=Counter)
 
-    def put(self, path: str, body: bytes, truncated: bool = False, delay: float = 0.0) -> str:
+    def put(
+        self, path: str, body: bytes, truncated: bool = False, delay: float = 0.0, etag: bool = True
+    ) -> str:
         """Serve ``body`` at ``path``; its URL."""
-        self.files[path] = Served(body, truncated, delay)
+        self.files[path] = Served(body, truncated, delay, etag)
         return f"{self.url}{path}"
 
 
@@ -48,7 +51,10 @@ def _handler(server: FileServer) -> type[BaseHTTPRequestHandler]:
                 return
             self.send_response(200)
             self.send_header("Content-Length", str(len(served.body) + (100 if served.truncated else 0)))
-            self.send_header("ETag", f'"{hashlib.md5(served.body).hexdigest()}"')
+            if served.etag:
+                self.send_header("ETag", f'"{hashlib.md5(served.body).hexdigest()}"')
+            else:
+                self.send_header("Last-Modified", "Wed, 25 Nov 2026 10:00:00 GMT")
             self.end_headers()
             if with_body:
                 time.sleep(served.delay)

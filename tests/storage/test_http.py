@@ -43,6 +43,16 @@ def test_a_changed_file_gets_a_new_entry(files: FileServer, cache: ModelCache) -
     assert files.gets["/m.onnx"] == 2
 
 
+def test_without_an_etag_last_modified_and_length_are_the_version(
+    files: FileServer, cache: ModelCache
+) -> None:
+    url = files.put("/m.onnx", b"one", etag=False)
+    old = cache.fetch(url)
+    assert old.version == "Wed, 25 Nov 2026 10:00:00 GMT 3"
+    files.put("/m.onnx", b"three", etag=False)
+    assert cache.fetch(url).version == "Wed, 25 Nov 2026 10:00:00 GMT 5"
+
+
 def test_a_truncated_response_is_an_error_and_leaves_nothing(files: FileServer, cache: ModelCache) -> None:
     url = files.put("/cut.onnx", b"x" * 5000, truncated=True)
     with pytest.raises(IncompleteDownload, match=f"cannot fetch {re.escape(url)}: .*try again"):

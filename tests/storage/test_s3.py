@@ -44,6 +44,13 @@ def test_an_object_is_downloaded_with_its_etag(bucket: Bucket, cache: ModelCache
     assert cache.fetch(uri).from_cache
 
 
+def test_a_versioned_bucket_adds_the_version_id(bucket: Bucket, cache: ModelCache) -> None:
+    bucket.client.put_bucket_versioning(Bucket=bucket.name, VersioningConfiguration={"Status": "Enabled"})
+    uri = bucket.put("m.onnx", b"onnx")
+    head = bucket.client.head_object(Bucket=bucket.name, Key="m.onnx")
+    assert cache.fetch(uri).version == f"{head['ETag'].strip(chr(34))}:{head['VersionId']}"
+
+
 def test_a_prefix_is_a_folder_with_its_subfolders(bucket: Bucket, cache: ModelCache) -> None:
     uri = put_tree(bucket, "tf/half_plus_two", SAVED_MODEL)
     bucket.put("tf/half_plus_two_v2/saved_model.pb", b"a neighbour sharing the prefix's name")
