@@ -118,7 +118,7 @@ def _download(layout: CacheLayout, key: str, remote: Remote, listing: Listing) -
     temporary = layout.new_temporary(key)
     try:
         remote.download(listing, temporary / "files")
-        write_info(temporary, EntryInfo(remote.uri, listing.version, listing.name, listing.bytes))
+        write_info(temporary, EntryInfo(remote.uri, listing.version, listing.name, listing.size))
         os.rename(temporary, layout.entry(key))
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)

@@ -49,7 +49,7 @@ def _entries(layout: CacheLayout) -> Iterator[tuple[float, str, int]]:
     for key in layout.keys():
         entry = layout.entry(key)
         try:
-            yield entry.stat().st_mtime, key, read_info(entry).bytes
+            yield entry.stat().st_mtime, key, read_info(entry).size
         except (OSError, ValueError, TypeError):
             continue  # removed meanwhile, or not an entry inferd wrote: not for us to count or remove
 

@@ -35,7 +35,7 @@ class EntryInfo:
     uri: str
     version: str | None
     name: str
-    bytes: int
+    size: int
 
 
 class CacheLayout:

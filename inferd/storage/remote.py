@@ -38,7 +38,7 @@ class Listing:
     version: str | None
 
     @property
-    def bytes(self) -> int:
+    def size(self) -> int:
         return sum(file.size or 0 for file in self.files)
 
 
@@ -53,6 +53,8 @@ class Remote:
     def listing(self) -> Listing:
         """Ask the store what the URI names. The first request has a deadline, so an unreachable
         store fails the fetch in seconds however long its library would retry."""
+        if not urlsplit(self.uri).netloc:
+            raise StorageError(self.uri, "the URI names no bucket or host")
         folder_uri = self.uri.endswith("/")
         if folder_uri and not self._backend.folders:
             raise StorageError(self.uri, "an http(s) URI names one file, not a folder; name the file")
@@ -96,16 +98,18 @@ class Remote:
         return Listing(name, (RemoteFile(self.uri, name, info.get("size"), version),), version)
 
     def _folder(self, root: str, found: Mapping[str, Mapping[str, Any]]) -> Listing:
-        name = self._safe(PurePosixPath(root.rstrip("/")).name)
+        """Every object under ``root/`` (not an object named ``root`` itself, nor folder markers)."""
+        prefix = root.rstrip("/") + "/"
+        name = self._safe(PurePosixPath(prefix).name)
         files = tuple(
             RemoteFile(
                 path,
-                f"{name}/{self._safe(path[len(root) :].strip('/'))}",
+                f"{name}/{self._safe(path[len(prefix) :])}",
                 info.get("size"),
                 self._backend.version(info),
             )
             for path, info in sorted(found.items())
-            if info.get("type") == "file" and not path.endswith("/")
+            if path.startswith(prefix) and info.get("type") == "file" and not path.endswith("/")
         )
         if not files:
             raise StorageNotFound(self.uri, "the prefix holds no objects; check the bucket and the path")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inferd.storage import ModelCache
+from inferd.storage import ModelCache, StorageError
 from inferd.storage.errors import StorageDenied, StorageNotFound, StorageUnreachable
 from tests.servers import free_port
 from tests.storage.conftest import Bucket
@@ -110,3 +110,21 @@ def test_an_unreachable_endpoint_fails_within_seconds(
     with pytest.raises(StorageUnreachable, match=f"cannot fetch {re.escape(uri)}: .*AWS_ENDPOINT_URL"):
         cache.fetch(uri)
     assert time.monotonic() - began < 5
+
+
+def test_a_key_that_would_write_outside_the_folder_is_refused(bucket: Bucket, cache: ModelCache) -> None:
+    bucket.put("model/../../escape.txt", b"x")
+    with pytest.raises(StorageError, match=re.escape("'../../escape.txt' cannot be stored as a local file")):
+        cache.fetch(f"s3://{bucket.name}/model")
+    assert not list(cache.root.glob("entries/*"))
+
+
+def test_an_object_spelled_as_a_folder_is_an_empty_prefix(bucket: Bucket, cache: ModelCache) -> None:
+    uri = bucket.put("m.onnx", b"onnx") + "/"
+    with pytest.raises(StorageNotFound, match=f"cannot fetch {uri}: the prefix holds no objects"):
+        cache.fetch(uri)
+
+
+def test_a_uri_without_a_bucket_says_so(cache: ModelCache) -> None:
+    with pytest.raises(StorageError, match=r"cannot fetch s3:///m\.onnx: the URI names no bucket or host"):
+        cache.fetch("s3:///m.onnx")
