@@ -38,6 +38,11 @@ class Backend:
 BACKENDS: dict[str, str] = {"s3": "s3", "gs": "gcs", "gcs": "gcs", "http": "http", "https": "http"}
 
 
+def said(exc: BaseException) -> str:
+    """The first line of what ``exc`` says: a store's whole error page may follow it."""
+    return next(iter(str(exc).splitlines()), type(exc).__name__)
+
+
 def backend_for(uri: str, scheme: str) -> Backend:
     """The backend of ``scheme``, importing its library now; a clear error if it is unknown or its
     extra is not installed."""

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 from fsspec.implementations.http import HTTPFileSystem
 
-from inferd.storage.backends import Backend, Explanation
+from inferd.storage.backends import Backend, Explanation, said
 from inferd.storage.errors import IncompleteDownload, StorageDenied, StorageNotFound, StorageUnreachable
 
 SETTINGS = "the URL, the network and any proxy (HTTP_PROXY, HTTPS_PROXY)"
@@ -35,7 +35,10 @@ def explain_aiohttp(exc: BaseException, settings: str) -> Explanation | None:
             f"cannot connect to {exc.host}:{exc.port} ({exc.os_error}); check {settings}",
         )
     if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
-        return IncompleteDownload, f"the transfer ended early ({exc}); nothing of it was kept, try again"
+        return (
+            IncompleteDownload,
+            f"the transfer ended early ({said(exc)}); nothing of it was kept, try again",
+        )
     if isinstance(exc, aiohttp.ClientResponseError) and exc.status in (404, 410):
         return StorageNotFound, f"the server answers {exc.status} {exc.message}; check the URL"
     if isinstance(exc, aiohttp.ClientResponseError) and exc.status in (401, 403):

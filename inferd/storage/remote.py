@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from inferd.storage.backends import Backend, Explanation, backend_for
+from inferd.storage.backends import Backend, Explanation, backend_for, said
 from inferd.storage.errors import (
     IncompleteDownload,
     StorageDenied,
@@ -156,7 +156,7 @@ class Remote:
         ):
             if any(isinstance(link, kinds) for link in chain):
                 return error_class, problem
-        return StorageError, f"{type(exc).__name__}: {exc}"
+        return StorageError, f"{type(exc).__name__}: {said(exc)}"
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

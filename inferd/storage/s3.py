@@ -10,7 +10,7 @@ from typing import Any
 import s3fs
 from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, NoCredentialsError
 
-from inferd.storage.backends import Backend, Explanation
+from inferd.storage.backends import Backend, Explanation, said
 from inferd.storage.errors import StorageDenied, StorageUnreachable
 
 SETTINGS = "AWS_ENDPOINT_URL, AWS_REGION and the AWS credentials (read as boto3 reads them)"
@@ -38,7 +38,7 @@ def explain(exc: BaseException) -> Explanation | None:
             "or a role, as for boto3"
         )
     if isinstance(exc, EndpointConnectionError | ConnectTimeoutError):
-        return StorageUnreachable, f"the S3 endpoint does not answer ({exc}); check {SETTINGS}"
+        return StorageUnreachable, f"the S3 endpoint does not answer ({said(exc)}); check {SETTINGS}"
     return None
 
 

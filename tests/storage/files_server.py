@@ -26,6 +26,7 @@ class FileServer:
     url: str
     files: dict[str, Served] = field(default_factory=dict)
     gets: Counter[str] = field(default_factory=Counter)
+    refuse: bool = False  # answer every request 403, as a store does to unknown credentials
 
     def put(
         self, path: str, body: bytes, truncated: bool = False, delay: float = 0.0, etag: bool = True
@@ -46,6 +47,9 @@ def _handler(server: FileServer) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, with_body: bool) -> None:
             served = server.files.get(self.path)
+            if server.refuse:
+                self.send_error(403)
+                return
             if served is None:
                 self.send_error(404)
                 return
