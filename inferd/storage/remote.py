@@ -7,6 +7,7 @@ import hashlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -62,8 +63,13 @@ class Remote:
             info = self._first_answer()
             if info["type"] == "file" and not folder_uri:
                 return self._single(info)
-            found = self._backend.filesystem(False).find(self.uri, detail=True)
+            found = self._filesystem.find(self.uri, detail=True)
         return self._folder(info["name"], found)
+
+    @cached_property
+    def _filesystem(self) -> Any:
+        """The filesystem of the listing and the download (one session for both)."""
+        return self._backend.filesystem(False)
 
     def _first_answer(self) -> Mapping[str, Any]:
         try:
@@ -82,8 +88,7 @@ class Remote:
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
         with self._explained():
-            filesystem = self._backend.filesystem(False)
-            filesystem.get([file.source for file in listing.files], [str(target) for target in targets])
+            self._filesystem.get([file.source for file in listing.files], [str(target) for target in targets])
         for file, target in zip(listing.files, targets, strict=True):
             got = target.stat().st_size
             if file.size is not None and got != file.size:
