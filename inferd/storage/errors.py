@@ -1,0 +1,30 @@
+"""Why a model could not be fetched. Each error names the URI, since a server may fetch many, and is
+a `TargetError`: at start-up a model that cannot be fetched is a target that cannot be resolved."""
+
+from __future__ import annotations
+
+from inferd.core.errors import TargetError
+
+
+class StorageError(TargetError):
+    """A URI could not be fetched; the message names it, says what went wrong and what to do."""
+
+    def __init__(self, uri: str, problem: str) -> None:
+        super().__init__(f"cannot fetch {uri}: {problem}")
+        self.uri = uri
+
+
+class StorageNotFound(StorageError):
+    """No such file, object or prefix (or a prefix with no objects under it)."""
+
+
+class StorageDenied(StorageError):
+    """No credentials were found, or the store refused the ones given."""
+
+
+class StorageUnreachable(StorageError):
+    """The store did not answer: connection refused, unknown host, or no answer in time."""
+
+
+class IncompleteDownload(StorageError):
+    """A transfer ended early (a truncated response): nothing of it is kept."""

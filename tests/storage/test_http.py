@@ -1,0 +1,78 @@
+"""http(s):// URIs against a local HTTP server that counts its GETs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from inferd.storage import ModelCache, StorageError
+from inferd.storage.errors import IncompleteDownload, StorageNotFound, StorageUnreachable
+from tests.servers import free_port
+from tests.storage.files_server import FileServer
+
+
+def cache_contents(root: Path) -> list[str]:
+    """Every file under entries/ and tmp/ (what a failed fetch must not leave)."""
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*") if "locks" not in path.parts)
+
+
+def test_a_file_is_downloaded_once_then_found_in_the_cache(files: FileServer, cache: ModelCache) -> None:
+    url = files.put("/models/iris.onnx", b"onnx bytes")
+    first = cache.fetch(url)
+    assert first.path.name == "iris.onnx"
+    assert first.path.read_bytes() == b"onnx bytes"
+    assert (first.uri, first.from_cache) == (url, False)
+    assert first.version and first.version.strip('"')  # the ETag
+
+    again = ModelCache(cache.root, 10**9).fetch(url)  # another worker, say
+    assert (again.path, again.version, again.from_cache) == (first.path, first.version, True)
+    assert files.gets["/models/iris.onnx"] == 1
+
+
+def test_a_changed_file_gets_a_new_entry(files: FileServer, cache: ModelCache) -> None:
+    url = files.put("/m.onnx", b"version one")
+    old = cache.fetch(url)
+    files.put("/m.onnx", b"version two!")
+    new = cache.fetch(url)
+    assert new.version != old.version
+    assert not new.from_cache
+    assert new.path.read_bytes() == b"version two!"
+    assert old.path.read_bytes() == b"version one"  # still there for whoever uses it
+    assert files.gets["/m.onnx"] == 2
+
+
+def test_without_an_etag_last_modified_and_length_are_the_version(
+    files: FileServer, cache: ModelCache
+) -> None:
+    url = files.put("/m.onnx", b"one", etag=False)
+    old = cache.fetch(url)
+    assert old.version == "Wed, 25 Nov 2026 10:00:00 GMT 3"
+    files.put("/m.onnx", b"three", etag=False)
+    assert cache.fetch(url).version == "Wed, 25 Nov 2026 10:00:00 GMT 5"
+
+
+def test_a_truncated_response_is_an_error_and_leaves_nothing(files: FileServer, cache: ModelCache) -> None:
+    url = files.put("/cut.onnx", b"x" * 5000, truncated=True)
+    with pytest.raises(IncompleteDownload, match=f"cannot fetch {re.escape(url)}: .*try again"):
+        cache.fetch(url)
+    assert cache_contents(cache.root) == ["entries", "tmp"]
+
+
+def test_a_missing_file_names_the_uri(files: FileServer, cache: ModelCache) -> None:
+    url = f"{files.url}/nope.onnx"
+    with pytest.raises(StorageNotFound, match=f"cannot fetch {re.escape(url)}: .*404"):
+        cache.fetch(url)
+
+
+def test_an_http_folder_is_refused_before_any_request(files: FileServer, cache: ModelCache) -> None:
+    with pytest.raises(StorageError, match="names one file, not a folder"):
+        cache.fetch(f"{files.url}/models/")
+    assert not files.gets
+
+
+def test_a_refused_connection_is_unreachable(cache: ModelCache) -> None:
+    url = f"http://127.0.0.1:{free_port()}/m.onnx"
+    with pytest.raises(StorageUnreachable, match=f"cannot fetch {re.escape(url)}: cannot connect"):
+        cache.fetch(url)
