@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from inferd.core.settings import DialectSettings
 from inferd.storage.errors import StorageNotFound
 from inferd.storage.housekeeping import evict, remove_leftovers
 from inferd.storage.layout import CacheLayout, EntryInfo, entry_key, touch, write_info
@@ -110,6 +111,16 @@ class ModelCache:
                 getter.release()
         touch(entry)
         return False
+
+
+#: Bytes in the MiB of ``model_cache_size``.
+MIB = 1024 * 1024
+
+
+def cache_of(settings: DialectSettings) -> ModelCache:
+    """The model cache the settings name, at an absolute path: a model that changes the working
+    directory as it loads (Cortex's do) must not move it for the next fetch."""
+    return ModelCache(settings.model_cache.resolve(), settings.model_cache_size * MIB)
 
 
 def _download(layout: CacheLayout, key: str, remote: Remote, listing: Listing) -> None:

@@ -1,12 +1,13 @@
 """Why a model could not be fetched. Each error names the URI, since a server may fetch many, and is
-a `TargetError`: at start-up a model that cannot be fetched is a target that cannot be resolved."""
+a `ModelLoadError`: the project is well formed but its model cannot be had, so start-up exits 1 (as
+for a model that fails to load), not 2 (a target that makes no sense)."""
 
 from __future__ import annotations
 
-from inferd.core.errors import TargetError
+from inferd.core.errors import ModelLoadError
 
 
-class StorageError(TargetError):
+class StorageError(ModelLoadError):
     """A URI could not be fetched; the message names it, says what went wrong and what to do."""
 
     def __init__(self, uri: str, problem: str) -> None:

@@ -8,7 +8,6 @@ Errors read like the originals (``api <name>: ...``; the CLI prefixes ``error:``
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal

@@ -67,9 +67,11 @@ def fetched(api: ApiConfig, settings: DialectSettings) -> ApiConfig:
         return api
     try:
         found = cache_of(settings).fetch(api.model_uri)
-    except StorageError as exc:  # a model that cannot be loaded (exit 1), not a malformed project
-        raise ModelLoadError(f"api {api.name}: model {exc.message}") from None
-    logger.info("api %s: model %s %s", api.name, api.model_uri, "cached" if found.from_cache else "downloaded")
+    except StorageError as exc:  # exit 1, like a model that fails to load
+        raise ModelLoadError(f"api {api.name}: {exc.message}") from None
+    logger.info(
+        "api %s: model %s %s", api.name, api.model_uri, "cached" if found.from_cache else "downloaded"
+    )
     return replace(api, model=found.path)
 
 

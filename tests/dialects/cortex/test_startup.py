@@ -78,7 +78,7 @@ def test_a_model_that_cannot_be_fetched_stops_startup_naming_api_and_uri(
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     message = " ".join(done.stderr.split())
     assert done.returncode == 1, message
-    assert f"error: api remote: model {uri}" in message
+    assert f"error: api remote: cannot fetch {uri}" in message
     assert "no such file" not in message
     assert not any((projects_root / "data" / "model-cache").glob("*/*")), "nothing half-fetched is kept"
 

@@ -1,0 +1,83 @@
+"""Models in object storage, served end to end by ``inferd serve``: a Cortex project whose
+``cortex.yaml`` names its model in S3 serves unchanged; the workers of a server download a model
+once; a whole project is served from its URI; a model that cannot be fetched stops start-up with
+exit 1, naming the API and the URI, and leaves nothing in the cache."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from tests.dialects.cortex import projects
+from tests.servers import inferd_command, serve
+from tests.storage.conftest import Bucket
+from tests.storage.files_server import FileServer, Served
+
+
+def cortex_project(folder: Path, model: str) -> Path:
+    """The 0.10 iris project of the Cortex tests, its model named by ``model``."""
+    files = {**projects.V10, "cortex.yaml": projects.V10["cortex.yaml"].replace("models/iris.onnx", model)}
+    return projects.write(folder, files)
+
+
+def iris_bytes(tmp_path: Path) -> bytes:
+    projects.iris_onnx(tmp_path / "iris.onnx")
+    return (tmp_path / "iris.onnx").read_bytes()
+
+
+def entries(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "model-cache" / "entries").glob("*"))
+
+
+def classify(url: str) -> str:
+    answer = httpx.post(url + "/iris/classifier", json=projects.SETOSA, timeout=10)
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["label"])
+
+
+def test_a_cortex_model_in_s3_serves_unchanged(bucket: Bucket, tmp_path: Path) -> None:
+    uri = bucket.put("exports/iris.onnx", iris_bytes(tmp_path))
+    folder = cortex_project(tmp_path / "project", uri)
+    data = tmp_path / "data"
+    with serve(str(folder), "--data-dir", str(data)) as server:
+        assert classify(server.http_url) == "iris-setosa"
+    assert len(entries(data)) == 1
+
+
+def test_two_workers_download_a_model_once(files: FileServer, tmp_path: Path) -> None:
+    files.files["/iris.onnx"] = Served(iris_bytes(tmp_path), delay=0.5)
+    folder = cortex_project(tmp_path / "project", f"{files.url}/iris.onnx")
+    data = tmp_path / "data"
+    with serve(str(folder), "--workers", "2", "--data-dir", str(data)) as server:
+        for _ in range(4):
+            assert classify(server.http_url) == "iris-setosa"
+    assert files.gets["/iris.onnx"] == 1
+    assert len(entries(data)) == 1
+
+
+def test_a_project_is_served_from_its_uri(bucket: Bucket, tmp_path: Path) -> None:
+    """``inferd serve s3://bucket/project/``: the folder is fetched, its cortex.yaml and handlers
+    read from the copy, its model fetched in turn."""
+    model = bucket.put("exports/iris.onnx", iris_bytes(tmp_path))
+    local = cortex_project(tmp_path / "project", model)
+    for path in local.rglob("*"):
+        if path.is_file():
+            bucket.put(f"projects/iris/{path.relative_to(local)}", path.read_bytes())
+    data = tmp_path / "data"
+    with serve(f"s3://{bucket.name}/projects/iris/", "--data-dir", str(data)) as server:
+        assert classify(server.http_url) == "iris-setosa"
+    assert len(entries(data)) == 2  # the project and its model
+
+
+def test_a_missing_model_stops_startup_naming_api_and_uri(bucket: Bucket, tmp_path: Path) -> None:
+    uri = f"s3://{bucket.name}/exports/missing.onnx"
+    folder = cortex_project(tmp_path / "project", uri)
+    data = tmp_path / "data"
+    command = inferd_command("serve", str(folder), "--port", "0", "--grpc-port", "0", "--data-dir", str(data))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    message = " ".join(done.stderr.split())
+    assert done.returncode == 1, message
+    assert f"error: api iris: cannot fetch {uri}" in message
+    assert entries(data) == []
