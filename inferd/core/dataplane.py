@@ -37,11 +37,12 @@ M = TypeVar("M", bound=Model)
 
 
 class ModelCall(Generic[M]):
-    """One call of a served model, from its admission to its answer: ``async with dataplane.call(...)
-    as call`` counts it in flight and times it; ``call.run(work)`` runs the model's code within its
+    """One call of a served model, from its admission to its answer: ``with dataplane.call(...) as
+    call`` counts it in flight and times it; ``call.run(work)`` runs the model's code within its
     gate. The call counts as an error when the block raises or sets ``call.ok = False`` (an answer
-    with an error status). A class, not `contextlib.asynccontextmanager`: this is on every request's
-    path, and a generator-based manager costs several times as much to enter and leave."""
+    with an error status). A plain (not async) context manager, written as a class: this is on every
+    request's path, and counting awaits nothing, while each ``async with`` or generator-based
+    manager would cost coroutines to enter and leave."""
 
     __slots__ = ("_gate", "_series", "_started", "metadata", "model", "ok")
 
@@ -55,11 +56,11 @@ class ModelCall(Generic[M]):
         gate = self._gate
         return await work() if gate is None else await gate.run(work)
 
-    async def __aenter__(self) -> ModelCall[M]:
+    def __enter__(self) -> ModelCall[M]:
         self._started = self._series.begin()
         return self
 
-    async def __aexit__(
+    def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._series.end(self._started, self.ok and kind is None)
@@ -83,7 +84,7 @@ class DataPlane:
         self.gates = dict(gates or {})
 
     def call(self, name: str, protocol: str, kind: type[M], version: str | None = None) -> ModelCall[M]:
-        """A call of model ``name`` over ``protocol``, to enter with ``async with``: `ModelNotFound` or
+        """A call of model ``name`` over ``protocol``, to enter with ``with``: `ModelNotFound` or
         `ModelNotReady` before anything is counted (labels only for served models). ``kind`` is the
         model class the caller's dialect serves, checked so the caller gets its own type."""
         entry = self.registry.ready_entry(name, version)
@@ -119,7 +120,7 @@ class DataPlane:
     async def infer(
         self, name: str, version: str | None, request: InferenceRequest, protocol: str
     ) -> InferenceResponse:
-        async with self.call(name, protocol, Model, version) as call:
+        with self.call(name, protocol, Model, version) as call:
             model, metadata = call.model, call.metadata
             _check_inputs(metadata, request)
             if metadata.outputs:

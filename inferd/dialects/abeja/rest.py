@@ -55,7 +55,7 @@ class Endpoint(asgi.BareEndpoint):
         body = await asgi.read_body(receive)
         headers = asgi.TextHeaders(scope["headers"])
         call = Call(scope["method"], content_type, headers, body, scope["query_string"])
-        async with model_call:
+        with model_call:
             answer = await model_call.run(lambda: model_call.model.respond(call))
             model_call.ok = answer.status < 400
         return as_asgi(answer)

@@ -112,7 +112,7 @@ class Predict(asgi.BareEndpoint):
         except MalformedJSON:
             return MALFORMED
         debug = b"debug" in scope["query_string"] and _debug(scope)
-        async with self.dataplane.call(self.name, PROTOCOL, CortexModel) as call:
+        with self.dataplane.call(self.name, PROTOCOL, CortexModel) as call:
             model = call.model
             try:
                 result = await call.run(lambda: model.respond_async(sample, debug))

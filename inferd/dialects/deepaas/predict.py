@@ -47,7 +47,7 @@ class Predict(BareEndpoint):
             return self.not_allowed
         if self.disabled is not None:
             return self.disabled
-        async with self.dataplane.call(self.name, PROTOCOL, DeepaasModel) as call:
+        with self.dataplane.call(self.name, PROTOCOL, DeepaasModel) as call:
             answer = await self.predict(call, Request(scope, receive))
             call.ok = answer.status < 400
             return answer

@@ -25,7 +25,7 @@ async def called(
     """``answer(call)`` within a data-plane call of model ``name`` (a ``kind``), which runs the model
     through ``call.run``; any error, an unready model's included, aborts the call with its status."""
     try:
-        async with dataplane.call(name, PROTOCOL, kind) as call:
+        with dataplane.call(name, PROTOCOL, kind) as call:
             return await answer(call)
     except Exception as exc:
         await abort(context, exc)

@@ -222,7 +222,7 @@ class SeldonEndpoint(asgi.BareEndpoint, Generic[M]):
             call = self.dataplane.call(self.name, PROTOCOL, self.kind)
         except Exception as exc:
             return error_answer(exc)
-        async with call:
+        with call:
             try:
                 answer = await self.reply(call, scope, receive)
             except Exception as exc:
