@@ -29,7 +29,7 @@ from pathlib import Path
 
 import boto3
 import numpy as np
-from loadgen import INFERD, READY, ROOT
+from loadgen import READY, ROOT
 from moto.server import ThreadedMotoServer
 from onnx import TensorProto, helper, numpy_helper
 
@@ -95,7 +95,8 @@ def serve_two_workers(workdir: Path) -> tuple[int, int]:
         """)
     )
     data = workdir / "data"
-    command = [str(INFERD), "serve", str(project), "--workers", "2", "--port", "0", "--no-grpc"]
+    command = [sys.executable, "-m", "inferd", "serve", str(project), "--workers", "2", "--port", "0"]
+    command += ["--no-grpc"]
     command += ["--data-dir", str(data), "--log-level", "info"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stderr is not None
