@@ -22,8 +22,9 @@ from pydantic import ValidationError
 from inferd.config.settings import Settings
 from inferd.core.errors import TargetError
 from inferd.core.importer import split_target, working_directory
-from inferd.storage.cache import cache_of
+from inferd.storage.cache import ModelCache, cache_of
 from inferd.storage.locations import is_remote
+from inferd.storage.targets import local_target
 
 PROJECT_FILE = "inferd.yaml"
 #: Files in a project that call for an extra of inferd.
@@ -69,7 +70,9 @@ class Project:
         # The file's target wins over INFERD_TARGET: the folder named on the command line is the project.
         inner = str(file.get("target") or ".") if file is not None else target
         values.pop("target", None)
-        if inner:
+        if inner and is_remote(inner):  # an inferd.yaml naming its model code in object storage
+            values["target"] = local_target(inner, _cache(given))
+        elif inner:
             values["target"] = absolute(inner, folder if file is not None else Path.cwd())
         settings = settings_from(values)
         dialect: str = settings.dialect
@@ -100,16 +103,18 @@ class Project:
 
 
 def fetched(target: str | None, given: Mapping[str, Any]) -> str | None:
-    """``target`` (or ``INFERD_TARGET``) when it names object storage: fetched into the model cache the
-    settings name, a ``:Class`` suffix kept; any other target as it is. Workers are given the copy,
-    so it is downloaded once."""
+    """``target`` (or ``INFERD_TARGET``) when it names object storage: its copy in the model cache the
+    settings name (`local_target`); any other target as it is. Workers are given the copy, so it is
+    downloaded once."""
     named = target or os.environ.get("INFERD_TARGET")
     if not named or not is_remote(named):
         return target
-    uri, attribute = split_target(named)
-    cache = cache_of(settings_from({key: value for key, value in given.items() if value is not None}))
-    found = cache.fetch(uri)
-    return str(found.path) + (f":{attribute}" if attribute else "")
+    return local_target(named, _cache(given))
+
+
+def _cache(given: Mapping[str, Any]) -> ModelCache:
+    """The model cache of the settings ``given`` (over ``INFERD_*`` variables)."""
+    return cache_of(settings_from({key: value for key, value in given.items() if value is not None}))
 
 
 def read_file(folder: Path) -> dict[str, Any] | None:

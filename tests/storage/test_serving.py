@@ -1,7 +1,8 @@
 """Models in object storage, served end to end by ``inferd serve``: a Cortex project whose
 ``cortex.yaml`` names its model in S3 serves unchanged; the workers of a server download a model
-once; a whole project is served from its URI; a model that cannot be fetched stops start-up with
-exit 1, naming the API and the URI, and leaves nothing in the cache."""
+once; a whole project is served from its URI, and a project whose ``inferd.yaml`` names its code
+there; a graph node's code is fetched; a model that cannot be fetched stops start-up with exit 1,
+naming the API (or node) and the URI, and leaves nothing in the cache."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ from pathlib import Path
 import httpx
 
 from tests.dialects.cortex import projects
-from tests.servers import inferd_command, serve
+from tests.dialects.graph.conftest import COMPONENTS
+from tests.servers import ROOT, inferd_command, serve
 from tests.storage.conftest import Bucket
 from tests.storage.files_server import FileServer, Served
+
+IRIS_V2 = {
+    "inputs": [{"name": "input-0", "shape": [1, 4], "datatype": "FP32", "data": [[5.1, 3.5, 1.4, 0.2]]}]
+}
 
 
 def cortex_project(folder: Path, model: str) -> Path:
@@ -29,6 +35,15 @@ def iris_bytes(tmp_path: Path) -> bytes:
 
 def entries(data_dir: Path) -> list[Path]:
     return sorted((data_dir / "model-cache" / "entries").glob("*"))
+
+
+def start_fails(target: Path, data: Path) -> str:
+    """``inferd serve TARGET`` exits 1 (a model that cannot be had) before it serves: its message."""
+    command = inferd_command("serve", str(target), "--port", "0", "--grpc-port", "0", "--data-dir", str(data))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    message = " ".join(done.stderr.split())
+    assert done.returncode == 1, message
+    return message
 
 
 def classify(url: str) -> str:
@@ -73,11 +88,36 @@ def test_a_project_is_served_from_its_uri(bucket: Bucket, tmp_path: Path) -> Non
 
 def test_a_missing_model_stops_startup_naming_api_and_uri(bucket: Bucket, tmp_path: Path) -> None:
     uri = f"s3://{bucket.name}/exports/missing.onnx"
-    folder = cortex_project(tmp_path / "project", uri)
     data = tmp_path / "data"
-    command = inferd_command("serve", str(folder), "--port", "0", "--grpc-port", "0", "--data-dir", str(data))
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    message = " ".join(done.stderr.split())
-    assert done.returncode == 1, message
+    message = start_fails(cortex_project(tmp_path / "project", uri), data)
     assert f"error: api iris: cannot fetch {uri}" in message
     assert entries(data) == []
+
+
+def test_an_inferd_yaml_names_its_code_in_s3(bucket: Bucket, tmp_path: Path) -> None:
+    code = bucket.put("code/model.py", (ROOT / "examples" / "iris" / "model.py").read_bytes())
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "inferd.yaml").write_text(f"target: {code}:Iris\nname: iris-s3\n")
+    with serve(str(project), "--data-dir", str(tmp_path / "data")) as server:
+        assert server.models == ["iris-s3"]
+        answer = httpx.post(server.http_url + "/v2/models/iris-s3/infer", json=IRIS_V2, timeout=10)
+        assert answer.status_code == 200, answer.text
+
+
+def test_a_graph_nodes_code_is_fetched(bucket: Bucket, tmp_path: Path) -> None:
+    uri = bucket.put("nodes/Doubler.py", (COMPONENTS / "Doubler.py").read_bytes())
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(f"name: fetched\ngraph:\n  name: double\n  type: MODEL\n  target: {uri}:Doubler\n")
+    with serve(str(graph), "--data-dir", str(tmp_path / "data")) as server:
+        answer = httpx.post(server.http_url + "/api/v1.0/predictions", json={"data": {"ndarray": [[1, 2]]}})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["data"]["ndarray"] == [[2, 4]]
+
+
+def test_a_graph_node_that_cannot_be_fetched_stops_startup_naming_it(bucket: Bucket, tmp_path: Path) -> None:
+    uri = f"s3://{bucket.name}/nodes/Missing.py"
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(f"name: missing\ngraph:\n  name: gone\n  type: MODEL\n  target: {uri}:Missing\n")
+    message = start_fails(graph, tmp_path / "data")
+    assert f"error: graph 'missing', node 'gone': cannot fetch {uri}" in message

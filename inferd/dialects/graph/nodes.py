@@ -33,7 +33,7 @@ from google.protobuf import json_format
 from google.protobuf.empty_pb2 import Empty
 from google.protobuf.message import Message
 
-from inferd.core.errors import TargetError
+from inferd.core.errors import ModelLoadError, TargetError
 from inferd.core.importer import add_to_path, split_target
 from inferd.core.model import Model, resolve
 from inferd.core.settings import view
@@ -48,6 +48,9 @@ from inferd.protocols.seldon._generated import prediction_pb2 as pb
 from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
 from inferd.protocols.seldon.component import Component
 from inferd.protocols.seldon.errors import GRPC_CODES, SeldonError
+from inferd.storage.cache import cache_of
+from inferd.storage.errors import StorageError
+from inferd.storage.targets import local_target
 
 #: The methods a model of another dialect answers: its predict, whatever the node does with it.
 MODEL_METHODS = ("predict", "transform_input", "transform_output")
@@ -359,6 +362,8 @@ def _named_factory(
         return _factory(spec, graph.directory, settings, timeouts, hosted)
     except TargetError as exc:
         raise TargetError(f"graph '{graph.name}', node '{spec.name}': {exc.message}") from None
+    except StorageError as exc:  # exit 1, like a node whose model fails to load
+        raise ModelLoadError(f"graph '{graph.name}', node '{spec.name}': {exc.message}") from None
 
 
 def _factory(
@@ -375,7 +380,7 @@ def _factory(
         return lambda: BuiltinNode(spec)
     if hosted is not None:
         return hosted(spec)
-    target = _relative_to(spec.target, directory)
+    target = _relative_to(local_target(spec.target, cache_of(settings)), directory)
     dialect = resolve_dialect(spec.dialect, target) if spec.dialect == "auto" else get_dialect(spec.dialect)
     if dialect.name == "graph":
         raise TargetError("a node cannot be a graph file; serve that graph and give its endpoint")
