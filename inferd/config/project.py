@@ -11,6 +11,7 @@ command is given wins over both.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 from inferd.config.settings import Settings
 from inferd.core.errors import TargetError
 from inferd.core.importer import split_target, working_directory
+from inferd.storage.backends import BACKENDS
 from inferd.storage.cache import ModelCache, cache_of
 from inferd.storage.locations import is_remote
 from inferd.storage.targets import local_target
@@ -95,6 +97,7 @@ class Project:
         """inferd's extras the project needs: ONNX or TensorFlow models found in its folder, the
         dialect's own needs, Ray for the ray engine, and ``more``."""
         found = {extra for pattern, extra in EXTRA_MARKERS.items() if _has(self.folder, pattern)}
+        found |= named_extras(self.folder)
         if self.dialect in DIALECT_EXTRAS:
             found.add(DIALECT_EXTRAS[self.dialect])
         if self.engine == "ray":
@@ -165,6 +168,29 @@ def _folder_of(target: str | None) -> Path:
     if target and path.is_file():
         return path.resolve().parent
     return Path.cwd().resolve()
+
+
+#: A URI in a project's YAML files: a model or code in object storage.
+STORAGE_URI = re.compile(r"\b([a-z][a-z0-9+.-]*)://\S+", re.IGNORECASE)
+
+
+def named_extras(folder: Path) -> set[str]:
+    """The extras of what the project's YAML files name in object storage rather than hold (a Cortex
+    ``model: s3://.../iris.onnx``, an ``inferd.yaml`` or graph node ``target``): the backend that
+    fetches each, and ONNX Runtime for an ``.onnx`` model."""
+    found: set[str] = set()
+    for path in (*folder.glob("*.yaml"), *folder.glob("*.yml")):
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for uri in STORAGE_URI.finditer(text):
+            scheme = uri.group(1).lower()
+            if scheme in BACKENDS:
+                found.add(BACKENDS[scheme])
+                if uri.group(0).rstrip("'\",").endswith(".onnx"):
+                    found.add("onnx")
+    return found
 
 
 def _has(folder: Path, pattern: str) -> bool:

@@ -89,6 +89,16 @@ def test_extras_follow_the_project_and_an_existing_dockerfile_is_kept(tmp_path: 
     assert dockerfile.rstrip().endswith('CMD ["inferd", "serve", "/app"]')
 
 
+def test_a_project_naming_object_storage_installs_its_backend(tmp_path: Path) -> None:
+    """A Cortex project whose ONNX model is in S3 (and a graph node's code over HTTPS) builds an image
+    that can fetch and run them: the s3, http and onnx extras, with no model file in the folder."""
+    (tmp_path / "cortex.yaml").write_text("- kind: api\n  name: iris\n  model: s3://bucket/iris.onnx\n")
+    (tmp_path / "graph.yml").write_text("graph: {name: a, type: MODEL, target: 'https://h/x.py:X'}\n")
+    done = build(str(tmp_path / "cortex.yaml"))
+    assert done.returncode == 0, done.stderr
+    assert f"RUN pip install './{WHEEL_DIR}/{WHEEL}[http,onnx,s3]'" in (tmp_path / "Dockerfile").read_text()
+
+
 def test_inferd_yaml_name_engine_and_dialect_are_the_image_s(tmp_path: Path) -> None:
     """``inferd init`` writes the dialect and the name into inferd.yaml; build reads them (and the
     engine) from there: the ABEJA project's image installs the video extra, the Ray one Ray's."""
