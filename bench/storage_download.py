@@ -39,7 +39,7 @@ from inferd.storage import ModelCache
 TARGET = 0.70
 BUCKET = "bench-models"
 KEY = "exports/big.onnx"
-DOWNLOADED = re.compile(r"api big: model \S+ downloaded")
+DOWNLOADED = re.compile(r"downloaded s3://\S+ \(\d+ bytes")
 
 
 def big_onnx(size_mib: int) -> bytes:

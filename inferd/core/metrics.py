@@ -30,6 +30,20 @@ IN_FLIGHT = Gauge(
     multiprocess_mode="livesum",
 )
 
+MODEL_LOADS = Counter(
+    "inferd_model_loads_total", "Models loaded, by model and outcome (ok, error).", ["model", "outcome"]
+)
+MODEL_UNLOADS = Counter("inferd_model_unloads_total", "Models unloaded, by model.", ["model"])
+MODEL_FETCHES = Counter(
+    "inferd_model_fetches_total",
+    "Models named by a storage URI fetched, by scheme and outcome (download: fetched from the store, "
+    "cache: found in the model cache, error).",
+    ["scheme", "outcome"],
+)
+MODEL_FETCHED_BYTES = Counter(
+    "inferd_model_fetched_bytes_total", "Bytes downloaded into the model cache, by scheme.", ["scheme"]
+)
+
 RESTARTS = Counter(
     "inferd_worker_restarts_total",
     "Processes running user code that were replaced, by kind of process (a worker, or the model "

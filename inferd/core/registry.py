@@ -7,11 +7,13 @@ copy, and an unloaded model can be loaded again (the V2 model repository extensi
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
 from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady, TargetError
+from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS
 from inferd.core.model import Model, resolve
 from inferd.core.names import name_problem
 from inferd.core.types import ModelMetadata
@@ -103,6 +105,7 @@ class ModelRegistry:
         if entry.state is ModelState.READY:
             return
         entry.state, entry.reason = ModelState.LOADING, ""
+        started = time.perf_counter()
         try:
             model = entry.factory()
             model.name, model.version = entry.name, entry.version
@@ -110,9 +113,12 @@ class ModelRegistry:
             metadata = model.metadata()
         except Exception as exc:
             logger.exception("loading model %s failed", name)
+            MODEL_LOADS.labels(name, "error").inc()
             entry.state, entry.reason = ModelState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"
             raise ModelLoadError(f"model '{name}' failed to load: {entry.reason}") from exc
         entry.model, entry.metadata, entry.state = model, metadata, ModelState.READY
+        MODEL_LOADS.labels(name, "ok").inc()
+        logger.info("model %s loaded in %.2f s", name, time.perf_counter() - started)
 
     async def unload(self, name: str, version: str | None = None) -> None:
         entry = self.entry(name, version)
@@ -123,6 +129,8 @@ class ModelRegistry:
                 await resolve(model.unload())
         finally:
             entry.state, entry.reason = ModelState.UNAVAILABLE, "unloaded"
+            MODEL_UNLOADS.labels(name).inc()
+            logger.info("model %s unloaded", name)
 
     async def load_all(self) -> None:
         for entry in self.entries():

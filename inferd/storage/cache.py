@@ -7,12 +7,14 @@ ends: eviction, which needs that lock exclusively, never removes a model a live 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from inferd.core.metrics import MODEL_FETCHED_BYTES, MODEL_FETCHES
 from inferd.core.settings import DialectSettings
 from inferd.storage.errors import StorageNotFound
 from inferd.storage.housekeeping import evict, remove_leftovers
@@ -20,6 +22,8 @@ from inferd.storage.layout import CacheLayout, EntryInfo, entry_key, touch, writ
 from inferd.storage.locations import local_path, scheme
 from inferd.storage.locks import FileLock
 from inferd.storage.remote import Listing, Remote
+
+logger = logging.getLogger("inferd.storage")
 
 #: How long the first request to a store may take before the store counts as unreachable.
 CHECK_SECONDS = 10.0
@@ -55,7 +59,16 @@ class ModelCache:
             if not path.exists():
                 raise StorageNotFound(uri, "no such file or folder")
             return Fetched(path, uri, None, from_cache=True)
-        remote = Remote(uri, scheme(uri) or "", self._check_seconds)
+        kind = scheme(uri) or ""
+        try:
+            found = self._fetched(uri, Remote(uri, kind, self._check_seconds))
+        except BaseException:
+            MODEL_FETCHES.labels(kind, "error").inc()
+            raise
+        MODEL_FETCHES.labels(kind, "cache" if found.from_cache else "download").inc()
+        return found
+
+    def _fetched(self, uri: str, remote: Remote) -> Fetched:
         listing = remote.listing()
         with self._mutex:
             layout = CacheLayout(self.root)
@@ -64,6 +77,14 @@ class ModelCache:
             downloaded = self._pinned(layout, key, remote, listing)
             self._keys[uri] = key
             evict(layout, self.max_bytes, keep={key, *self._pins})
+        if downloaded:
+            MODEL_FETCHED_BYTES.labels(scheme(uri) or "").inc(listing.size)
+            logger.info(
+                "downloaded %s (%d bytes, version %s) into the model cache",
+                uri,
+                listing.size,
+                listing.version,
+            )
         return Fetched(layout.entry(key) / "files" / listing.name, uri, listing.version, not downloaded)
 
     def release(self, uri: str) -> None:

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.dialects.cortex import projects
 from tests.dialects.graph.conftest import COMPONENTS
@@ -58,7 +59,28 @@ def test_a_cortex_model_in_s3_serves_unchanged(bucket: Bucket, tmp_path: Path) -
     data = tmp_path / "data"
     with serve(str(folder), "--data-dir", str(data)) as server:
         assert classify(server.http_url) == "iris-setosa"
+        assert counted(server.http_url) == {"download": 1.0, "loaded": 1.0}
+        assert f"downloaded {uri}" in server.wait_for_log(f"downloaded {uri}")
     assert len(entries(data)) == 1
+    with serve(str(folder), "--data-dir", str(data)) as again:  # a restart finds it in the cache
+        assert classify(again.http_url) == "iris-setosa"
+        assert counted(again.http_url) == {"cache": 1.0, "loaded": 1.0}
+    assert len(entries(data)) == 1
+
+
+def counted(url: str) -> dict[str, float]:
+    """What ``/metrics`` counts of S3 fetches (by outcome) and loads of the ``iris`` API."""
+    found: dict[str, float] = {"loaded": 0.0}
+    for family in text_string_to_metric_families(httpx.get(url + "/metrics").text):
+        for sample in family.samples:
+            if sample.name == "inferd_model_fetches_total" and sample.labels["scheme"] == "s3":
+                found[sample.labels["outcome"]] = sample.value
+            if sample.name == "inferd_model_loads_total" and sample.labels == {
+                "model": "iris",
+                "outcome": "ok",
+            }:
+                found["loaded"] = sample.value
+    return found
 
 
 def test_two_workers_download_a_model_once(files: FileServer, tmp_path: Path) -> None:

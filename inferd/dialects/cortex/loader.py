@@ -69,9 +69,6 @@ def fetched(api: ApiConfig, settings: DialectSettings) -> ApiConfig:
         found = cache_of(settings).fetch(api.model_uri)
     except StorageError as exc:  # exit 1, like a model that fails to load
         raise ModelLoadError(f"api {api.name}: {exc.message}") from None
-    logger.info(
-        "api %s: model %s %s", api.name, api.model_uri, "cached" if found.from_cache else "downloaded"
-    )
     return replace(api, model=found.path)
 
 
