@@ -106,11 +106,6 @@ class DialectSettings(BaseModel):
     model_cache_size: int = Field(10 * 1024, ge=1)
     """Most MiB the model cache keeps; past it the models fetched least recently are removed."""
 
-    @property
-    def model_cache(self) -> Path:
-        """The model cache's folder: ``model_cache_dir``, else ``model-cache`` in ``data_dir``."""
-        return self.model_cache_dir or Path(self.data_dir) / "model-cache"
-
     max_batch_size: int = Field(1, ge=1)
     """Adaptive batching: the most rows one model call takes; concurrent requests are concatenated on
     axis 0 up to it. 1 turns batching off (native and V2 models)."""
@@ -139,6 +134,11 @@ class DialectSettings(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    @property
+    def model_cache(self) -> Path:
+        """The model cache's folder: ``model_cache_dir``, else ``model-cache`` in ``data_dir``."""
+        return self.model_cache_dir or Path(self.data_dir) / "model-cache"
 
 
 class ServerSettings(DialectSettings, BaseSettings):

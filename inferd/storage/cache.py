@@ -61,14 +61,14 @@ class ModelCache:
             return Fetched(path, uri, None, from_cache=True)
         kind = scheme(uri) or ""
         try:
-            found = self._fetched(uri, Remote(uri, kind, self._check_seconds))
+            found = self._fetched(uri, kind, Remote(uri, kind, self._check_seconds))
         except BaseException:
             MODEL_FETCHES.labels(kind, "error").inc()
             raise
         MODEL_FETCHES.labels(kind, "cache" if found.from_cache else "download").inc()
         return found
 
-    def _fetched(self, uri: str, remote: Remote) -> Fetched:
+    def _fetched(self, uri: str, kind: str, remote: Remote) -> Fetched:
         listing = remote.listing()
         with self._mutex:
             layout = CacheLayout(self.root)
@@ -78,7 +78,7 @@ class ModelCache:
             self._keys[uri] = key
             evict(layout, self.max_bytes, keep={key, *self._pins})
         if downloaded:
-            MODEL_FETCHED_BYTES.labels(scheme(uri) or "").inc(listing.size)
+            MODEL_FETCHED_BYTES.labels(kind).inc(listing.size)
             logger.info(
                 "downloaded %s (%d bytes, version %s) into the model cache",
                 uri,

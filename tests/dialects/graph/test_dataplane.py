@@ -6,27 +6,18 @@ from __future__ import annotations
 import httpx
 
 from inferd.server.routing import direct_routes
-from tests.dialects.seldon.conftest import requests_total, unloaded_app
+from tests.dialects.seldon.conftest import PREDICTION_AND_FEEDBACK_PATHS, requests_total, unloaded_app
 from tests.servers import serve_asgi
-
-CALL_PATHS = (
-    "/api/v1.0/predictions",
-    "/api/v0.1/predictions",
-    "/predict",
-    "/api/v1.0/feedback",
-    "/api/v0.1/feedback",
-    "/send-feedback",
-)
 
 
 def test_predictions_and_feedback_are_called_directly() -> None:
     app = unloaded_app("graph", "direct-graph", registered=True)
-    assert set(CALL_PATHS) <= set(direct_routes(app.router.fixed))  # type: ignore[attr-defined]
+    assert set(PREDICTION_AND_FEEDBACK_PATHS) <= set(direct_routes(app.router.fixed))  # type: ignore[attr-defined]
 
 
 def test_an_unready_graph_gets_seldons_error_uncounted() -> None:
     with serve_asgi(unloaded_app("graph", "unready-graph", registered=True)) as url:
-        for path in CALL_PATHS:
+        for path in PREDICTION_AND_FEEDBACK_PATHS:
             answer = httpx.post(url + path, json={"data": {"ndarray": [1]}})
             assert answer.status_code == 503
             assert answer.headers["access-control-allow-origin"] == "*"

@@ -23,6 +23,15 @@ from inferd.server.app import Runtime, create_app
 from tests.servers import client_of, serve, served
 
 COMPONENTS = Path(__file__).parent / "components"
+#: Seldon's predictions and feedback routes, which a component and a graph both serve.
+PREDICTION_AND_FEEDBACK_PATHS = (
+    "/predict",
+    "/api/v1.0/predictions",
+    "/api/v0.1/predictions",
+    "/send-feedback",
+    "/api/v1.0/feedback",
+    "/api/v0.1/feedback",
+)
 PARAMETERS = json.dumps(
     [
         {"name": "factor", "value": "3", "type": "INT"},

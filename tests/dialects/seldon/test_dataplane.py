@@ -13,16 +13,17 @@ import pytest
 from inferd.protocols.seldon._generated import prediction_pb2 as pb
 from inferd.protocols.seldon._generated import prediction_pb2_grpc as pb_grpc
 from inferd.server.routing import direct_routes
-from tests.dialects.seldon.conftest import COMPONENTS, requests_total, served_requests_total, unloaded_app
+from tests.dialects.seldon.conftest import (
+    COMPONENTS,
+    PREDICTION_AND_FEEDBACK_PATHS,
+    requests_total,
+    served_requests_total,
+    unloaded_app,
+)
 from tests.servers import RunningServer, serve, serve_asgi
 
 MESSAGE_PATHS = (
-    "/predict",
-    "/api/v1.0/predictions",
-    "/api/v0.1/predictions",
-    "/send-feedback",
-    "/api/v1.0/feedback",
-    "/api/v0.1/feedback",
+    *PREDICTION_AND_FEEDBACK_PATHS,
     "/transform-input",
     "/transform-output",
     "/route",
