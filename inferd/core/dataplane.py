@@ -9,11 +9,12 @@ error (`DataPlane.infer`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Set
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from inferd.core import metrics
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
 from inferd.core.limits import Gate
 from inferd.core.model import Model
-from inferd.core.registry import ModelRegistry
+from inferd.core.registry import ModelEntry, ModelRegistry
 from inferd.core.types import (
     InferenceRequest,
     InferenceResponse,
@@ -44,12 +45,14 @@ class ModelCall(Generic[M]):
     request's path, and counting awaits nothing, while each ``async with`` or generator-based
     manager would cost coroutines to enter and leave."""
 
-    __slots__ = ("_gate", "_series", "_started", "metadata", "model", "ok")
+    __slots__ = ("_entry", "_gate", "_series", "_started", "metadata", "model", "ok")
 
-    def __init__(self, model: M, metadata: ModelMetadata, gate: Gate | None, series: metrics.Series) -> None:
+    def __init__(
+        self, entry: ModelEntry, model: M, metadata: ModelMetadata, gate: Gate | None, series: metrics.Series
+    ) -> None:
         #: The model, and its metadata as read when it was loaded.
         self.model, self.metadata, self.ok = model, metadata, True
-        self._gate, self._series, self._started = gate, series, 0.0
+        self._entry, self._gate, self._series, self._started = entry, gate, series, 0.0
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()`` within the model's concurrency limit and request timeout, if it has them."""
@@ -57,6 +60,7 @@ class ModelCall(Generic[M]):
         return await work() if gate is None else await gate.run(work)
 
     def __enter__(self) -> ModelCall[M]:
+        self._entry.inflight += 1  # an unload of the model waits for the call to leave
         self._started = self._series.begin()
         return self
 
@@ -64,6 +68,7 @@ class ModelCall(Generic[M]):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._series.end(self._started, self.ok and kind is None)
+        self._entry.leave()
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ class DataPlane:
         entry = self.registry.ready_entry(name, version)
         model, metadata = entry.model, entry.metadata
         assert isinstance(model, kind) and metadata is not None
-        return ModelCall(model, metadata, self.gates.get(name), metrics.series(name, protocol))
+        return ModelCall(entry, model, metadata, self.gates.get(name), metrics.series(name, protocol))
 
     async def run(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()``, a call of model ``name``'s code outside an inference (training, feedback
@@ -120,6 +125,8 @@ class DataPlane:
     async def infer(
         self, name: str, version: str | None, request: InferenceRequest, protocol: str
     ) -> InferenceResponse:
+        if self.registry.max_loaded is not None:  # models load when called, within a limit
+            await self.registry.ensure_loaded(name, version)
         with self.call(name, protocol, Model, version) as call:
             model, metadata = call.model, call.metadata
             _check_inputs(metadata, request)
@@ -147,11 +154,21 @@ class DataPlane:
             if entry.ready or not ready_only
         ]
 
-    async def load_model(self, name: str) -> None:
-        await self.registry.load(name)
+    async def load_model(
+        self,
+        name: str,
+        version: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        files: Mapping[str, bytes] | None = None,
+    ) -> None:
+        """Load ``name``; with ``config`` or ``files`` (tritonclient's load), first write them into
+        the model repository as the model's settings and files."""
+        if config is not None or files:
+            await asyncio.to_thread(self.registry.write, name, config, files or {})
+        await self.registry.load(name, version)
 
-    async def unload_model(self, name: str) -> None:
-        await self.registry.unload(name)
+    async def unload_model(self, name: str, version: str | None = None) -> None:
+        await self.registry.unload(name, version)
 
 
 def _check_inputs(metadata: ModelMetadata, request: InferenceRequest) -> None:

@@ -1,26 +1,38 @@
 """Named, versioned models with their lifecycle: registered → loading → ready → unloading → unavailable.
 
 The registry holds factories, not instances, so every worker process builds and loads its own
-copy, and an unloaded model can be loaded again (the V2 model repository extension).
+copy, and an unloaded model can be loaded again (the V2 model repository extension). With a
+`ModelSource` (a model repository) the set of models itself changes at run time: `refresh` adds,
+reloads and removes models to match what the repository holds. With ``max_loaded`` models are loaded
+when first called and the least recently used are unloaded to make room (Ray Serve's multiplexing).
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
-from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady, TargetError
+from inferd.core.errors import InferdError, ModelLoadError, ModelNotFound, ModelNotReady, TargetError
 from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS
 from inferd.core.model import Model, resolve
 from inferd.core.names import name_problem
+from inferd.core.repository import ModelFactory, ModelSource, Scan, ServedModel
 from inferd.core.types import ModelMetadata
 
 logger = logging.getLogger("inferd.registry")
 
-ModelFactory = Callable[[], Model]
+__all__ = ["ModelEntry", "ModelFactory", "ModelRegistry", "ModelState", "ServedModel"]
+
+#: Why a model that was never loaded is not ready (a multiplexed model before its first call).
+NOT_LOADED = "not loaded yet"
+#: Why a model unloaded on request (or by eviction) is not ready.
+UNLOADED = "unloaded"
 
 
 class ModelState(str, Enum):
@@ -30,30 +42,65 @@ class ModelState(str, Enum):
     UNLOADING = "UNLOADING"
 
 
-@dataclass
+@dataclass(eq=False)
 class ModelEntry:
     """One (name, version) of the repository and what became of it."""
 
     name: str
     version: str | None
     factory: ModelFactory
+    #: Where the model comes from (a folder or URI) and a digest of its files, for a repository's.
+    source: str = ""
+    fingerprint: str = ""
     model: Model | None = None
     #: Read once when the model is loaded, so requests are checked without rebuilding it.
     metadata: ModelMetadata | None = None
     state: ModelState = ModelState.UNAVAILABLE
-    reason: str = ""
+    reason: str = NOT_LOADED
+    #: Unloaded on request: a multiplexed call does not load it back (an explicit load does).
+    held: bool = False
+    #: Calls inside the model now (`inferd.core.dataplane.ModelCall`); unloading waits for them.
+    inflight: int = 0
+    #: When the model was last called, on the registry's clock (least recently used is evicted).
+    used: int = 0
+    idle: asyncio.Event | None = field(default=None, repr=False)
 
     @property
     def ready(self) -> bool:
         return self.state is ModelState.READY and self.model is not None and self.model.ready()
 
+    def leave(self) -> None:
+        """A call has left the model: the last one wakes an unload waiting to drain it."""
+        self.inflight -= 1
+        if self.inflight == 0 and self.idle is not None:
+            self.idle.set()
+
 
 class ModelRegistry:
-    def __init__(self) -> None:
+    """The models a process serves. ``source``: a model repository to reconcile with; ``max_loaded``:
+    the most models loaded at once (None: every model stays loaded); ``drain_seconds``: how long an
+    unload waits for the calls inside a model to finish."""
+
+    def __init__(
+        self, source: ModelSource | None = None, max_loaded: int | None = None, drain_seconds: float = 30.0
+    ) -> None:
+        self.source = source
+        self.max_loaded = max_loaded
+        self.drain_seconds = drain_seconds
         self._entries: dict[str, dict[str | None, ModelEntry]] = {}
         self._latest: dict[str, ModelEntry] = {}
+        self._clock = itertools.count(1)
+        #: Loads, unloads and evictions run one at a time, so room is made once per load.
+        self._changing = asyncio.Lock()
 
-    def add(self, name: str, factory: ModelFactory, version: str | None = None) -> None:
+    def add(
+        self,
+        name: str,
+        factory: ModelFactory,
+        version: str | None = None,
+        source: str = "",
+        fingerprint: str = "",
+    ) -> ModelEntry:
         """Register a model without loading it; a duplicate (name, version) is a mistake, and a name no
         protocol path can carry (`inferd.core.names`) is refused as a `TargetError`."""
         problem = name_problem(name)
@@ -62,14 +109,25 @@ class ModelRegistry:
         versions = self._entries.setdefault(name, {})
         if version in versions:
             raise ValueError(f"model '{name}' version {version!r} is registered twice")
-        versions[version] = ModelEntry(name, version, factory)
+        entry = versions[version] = ModelEntry(name, version, factory, source, fingerprint)
         self._latest[name] = versions[max(versions, key=_version_key)]
+        return entry
+
+    def add_served(self, served: ServedModel) -> ModelEntry:
+        return self.add(served.name, served.factory, served.version, served.source, served.fingerprint)
 
     def entries(self) -> list[ModelEntry]:
         return [entry for versions in self._entries.values() for entry in versions.values()]
 
     def names(self) -> list[str]:
         return list(self._entries)
+
+    def versions(self, name: str) -> list[ModelEntry]:
+        """Every registered version of ``name``, or `ModelNotFound`."""
+        versions = self._entries.get(name)
+        if not versions:
+            raise ModelNotFound(f"model '{name}' is not served here")
+        return list(versions.values())
 
     def entry(self, name: str, version: str | None = None) -> ModelEntry:
         """The entry of ``name`` at ``version``, or its latest version when none is given."""
@@ -98,12 +156,64 @@ class ModelRegistry:
         return model
 
     def all_ready(self) -> bool:
+        """Every model is ready; when models load on demand, none failed to load."""
+        if self.max_loaded is not None:
+            return all(entry.ready or entry.reason in (NOT_LOADED, UNLOADED) for entry in self.entries())
         return all(entry.ready for entry in self.entries())
 
+    # ---- loading and unloading ----
+
     async def load(self, name: str, version: str | None = None) -> None:
+        """Load ``name`` (at ``version``; every version it has when none is given, as Triton loads a
+        model). With a repository, ``name`` is read from it first, so a model added since the last
+        poll, or changed, is served as it is now."""
+        if self.source is not None:
+            await self.refresh(await asyncio.to_thread(self.source.scan_model, name), only=name, strict=True)
+        entries = [self.entry(name, version)] if version else self.versions(name)
+        for entry in entries:
+            entry.held = False
+            async with self._changing:
+                await self._load(entry)
+
+    async def unload(self, name: str, version: str | None = None) -> None:
+        """Unload ``name`` (at ``version``, else every version of it) once its calls have finished; it
+        stays registered, so a load brings it back."""
+        entries = [self.entry(name, version)] if version else self.versions(name)
+        async with self._changing:
+            for entry in entries:
+                entry.held = True
+                await self._unload(entry)
+
+    async def ensure_loaded(self, name: str, version: str | None = None) -> ModelEntry:
+        """The entry of ``name``, loaded for a call now if it was not (making room when ``max_loaded``
+        models already are), and marked as just used. A model unloaded on request stays unloaded."""
         entry = self.entry(name, version)
+        entry.used = next(self._clock)
+        if entry.ready or entry.held:
+            return entry
+        async with self._changing:
+            if not entry.ready and self.entry(name, version) is entry:
+                await self._load(entry)
+        return entry
+
+    async def load_all(self) -> None:
+        """Load every model; when models load on demand, none (they load when first called)."""
+        if self.max_loaded is not None:
+            return
+        for entry in self.entries():
+            async with self._changing:
+                await self._load(entry)
+
+    async def unload_all(self) -> None:
+        async with self._changing:
+            for entry in self.entries():
+                if entry.model is not None:
+                    await self._unload(entry)
+
+    async def _load(self, entry: ModelEntry) -> None:
         if entry.state is ModelState.READY:
             return
+        await self._make_room(entry)
         entry.state, entry.reason = ModelState.LOADING, ""
         started = time.perf_counter()
         try:
@@ -112,34 +222,146 @@ class ModelRegistry:
             await resolve(model.load())
             metadata = model.metadata()
         except Exception as exc:
-            logger.exception("loading model %s failed", name)
-            MODEL_LOADS.labels(name, "error").inc()
+            logger.exception("loading model %s failed", _label(entry))
+            MODEL_LOADS.labels(entry.name, "error").inc()
             entry.state, entry.reason = ModelState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"
-            raise ModelLoadError(f"model '{name}' failed to load: {entry.reason}") from exc
+            problem = f"model '{entry.name}' failed to load{_from(entry)}: {entry.reason}"
+            raise ModelLoadError(problem) from exc
         entry.model, entry.metadata, entry.state = model, metadata, ModelState.READY
-        MODEL_LOADS.labels(name, "ok").inc()
-        logger.info("model %s loaded in %.2f s", name, time.perf_counter() - started)
+        entry.used = next(self._clock)
+        MODEL_LOADS.labels(entry.name, "ok").inc()
+        logger.info("model %s loaded in %.2f s", _label(entry), time.perf_counter() - started)
 
-    async def unload(self, name: str, version: str | None = None) -> None:
-        entry = self.entry(name, version)
-        model, entry.model, entry.metadata = entry.model, None, None
+    async def _make_room(self, entry: ModelEntry) -> None:
+        """Unload the least recently used models until one more fits within ``max_loaded``."""
+        if self.max_loaded is None:
+            return
+        loaded = [other for other in self.entries() if other.model is not None and other is not entry]
+        loaded.sort(key=lambda other: other.used)
+        for victim in loaded[: max(0, len(loaded) - self.max_loaded + 1)]:
+            logger.info("unloading model %s, the least recently used, to make room", _label(victim))
+            await self._unload(victim)
+
+    async def _unload(self, entry: ModelEntry) -> None:
+        """Stop admitting calls, wait for those inside to finish (at most ``drain_seconds``), then
+        unload."""
+        if entry.model is None:
+            return
         entry.state = ModelState.UNLOADING
+        await self._drain(entry)
+        model, entry.model, entry.metadata = entry.model, None, None
         try:
-            if model is not None:
-                await resolve(model.unload())
+            await resolve(model.unload())
         finally:
-            entry.state, entry.reason = ModelState.UNAVAILABLE, "unloaded"
-            MODEL_UNLOADS.labels(name).inc()
-            logger.info("model %s unloaded", name)
+            entry.state, entry.reason = ModelState.UNAVAILABLE, UNLOADED
+            MODEL_UNLOADS.labels(entry.name).inc()
+            logger.info("model %s unloaded", _label(entry))
 
-    async def load_all(self) -> None:
-        for entry in self.entries():
-            await self.load(entry.name, entry.version)
+    async def _drain(self, entry: ModelEntry) -> None:
+        if entry.inflight == 0:
+            return
+        entry.idle = asyncio.Event()
+        try:
+            await asyncio.wait_for(entry.idle.wait(), self.drain_seconds)
+        except TimeoutError:
+            logger.warning(
+                "model %s still had %d call(s) after %g s; unloading it anyway",
+                _label(entry),
+                entry.inflight,
+                self.drain_seconds,
+            )
+        finally:
+            entry.idle = None
 
-    async def unload_all(self) -> None:
-        for entry in self.entries():
-            if entry.model is not None:
-                await self.unload(entry.name, entry.version)
+    # ---- a model repository ----
+
+    async def refresh(self, scan: Scan | None = None, only: str | None = None, strict: bool = False) -> None:
+        """Serve what the repository holds now (``scan``, else a new scan of it): new models are
+        added (and loaded, unless they load on demand), changed ones reloaded (the new version is
+        loaded before the old one stops answering, and a new version that fails leaves the old one
+        serving), and removed ones unloaded once their calls have finished. A model the scan could
+        not read is left as it was, its problem logged. ``only``: the scan is of that model alone.
+        ``strict``: a problem or a failed load raises (an explicit load) rather than being logged."""
+        if self.source is None:
+            return
+        if scan is None:
+            scan = await asyncio.to_thread(self.source.scan)
+        failures: list[InferdError] = []
+        for name, problem in scan.problems.items():
+            if strict:
+                raise ModelLoadError(problem)
+            logger.error("cannot serve model %s: %s", name, problem)
+        found = {(served.name, served.version): served for served in scan.models}
+        async with self._changing:
+            for served in found.values():
+                try:
+                    await self._take(served)
+                except InferdError as exc:
+                    failures.append(exc)
+            for entry in self.entries():
+                gone = (entry.name, entry.version) not in found and entry.name not in scan.problems
+                if gone and (only is None or entry.name == only):
+                    await self._remove(entry)
+        if failures and strict:
+            raise failures[0]
+
+    async def _take(self, served: ServedModel) -> None:
+        """Register ``served``, or replace the entry it changed: loaded first when the old one was
+        loaded (or every model is), then put in its place, then the old one unloaded."""
+        versions = self._entries.get(served.name, {})
+        old = versions.get(served.version)
+        if old is not None and old.fingerprint == served.fingerprint:
+            return
+        if old is None:
+            entry = self.add_served(served)
+            if self.max_loaded is None:
+                await self._load(entry)
+            return
+        fresh = ModelEntry(served.name, served.version, served.factory, served.source, served.fingerprint)
+        fresh.held = old.held
+        if old.model is not None or self.max_loaded is None:
+            await self._load(fresh)  # raises, leaving the old entry in place, when the new one fails
+        versions[served.version] = fresh
+        self._latest[served.name] = versions[max(versions, key=_version_key)]
+        logger.info("model %s changed%s; serving its new files", _label(fresh), _from(fresh))
+        await self._unload(old)
+
+    async def _remove(self, entry: ModelEntry) -> None:
+        versions = self._entries[entry.name]
+        del versions[entry.version]
+        if versions:
+            self._latest[entry.name] = versions[max(versions, key=_version_key)]
+        else:
+            del self._entries[entry.name], self._latest[entry.name]
+        logger.info("model %s left the repository%s", _label(entry), _from(entry))
+        await self._unload(entry)
+
+    async def watch(self, seconds: float) -> None:
+        """Refresh from the repository every ``seconds`` until cancelled; a failed scan is logged and
+        tried again at the next poll."""
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await self.refresh()
+            except Exception:
+                logger.exception("reading the model repository %s failed", self.source and self.source.uri)
+
+    def write(self, name: str, config: Mapping[str, Any] | None, files: Mapping[str, bytes]) -> None:
+        """Write model ``name`` into the repository (tritonclient's load with files)."""
+        if self.source is None:
+            raise ModelLoadError(
+                f"cannot load model '{name}' from the request's config and files: this server has no "
+                "model repository to write them into (serve one with --repository)"
+            )
+        self.source.write(name, config, files)
+
+
+def _label(entry: ModelEntry) -> str:
+    return entry.name if entry.version is None else f"{entry.name} (version {entry.version})"
+
+
+def _from(entry: ModelEntry) -> str:
+    return f" from {entry.source}" if entry.source else ""
 
 
 def _version_key(version: str | None) -> tuple[int, int, str]:

@@ -12,7 +12,8 @@ from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.model import PredictInThread
-from inferd.core.registry import ModelFactory
+from inferd.core.repository import ModelSource
+from inferd.core.repository import ServedModel as ServedModel  # where the dialects take it from
 from inferd.core.settings import DialectSettings
 from inferd.core.types import TensorSpec
 
@@ -70,13 +71,19 @@ def example_tensor(spec: TensorSpec) -> Any:
     return np.full(shape, fill, dtype=object).tolist()
 
 
-@dataclass(frozen=True)
-class ServedModel:
-    """One model a target yields: its name, version and how to build it in each process."""
+@runtime_checkable
+class ServesRepository(Protocol):
+    """A dialect whose models can change while the server runs (a model repository): the registry
+    reconciles with its source, polls it, and loads models on demand within a limit."""
 
-    name: str
-    factory: ModelFactory
-    version: str | None = None
+    def source(self, settings: Any) -> ModelSource:
+        """The repository the settings name."""
+
+    def poll_seconds(self, settings: Any) -> float | None:
+        """How often the repository is read again for changes (None: only on an explicit load)."""
+
+    def max_loaded(self, settings: Any) -> int | None:
+        """The most models loaded at once (None: every model stays loaded)."""
 
 
 @runtime_checkable

@@ -112,10 +112,14 @@ class LocalBackend:
         self.runtime = runtime
         self.shared_grpc_port = shared_grpc_port
         self.grpc_server: grpc.aio.Server | None = None
+        self.watching: asyncio.Task[None] | None = None
 
     async def start(self) -> tuple[tuple[str, ...], int | None]:
         settings = self.runtime.settings
         await self.runtime.registry.load_all()
+        poll = self.runtime.poll_seconds
+        if poll is not None:
+            self.watching = asyncio.create_task(self.runtime.registry.watch(poll))
         grpc_port = None
         if settings.grpc_enabled:
             self.grpc_server = create_grpc_server(self.runtime, self.shared_grpc_port)
@@ -132,6 +136,8 @@ class LocalBackend:
             await self.grpc_server.stop(grace)
 
     async def close(self) -> None:
+        if self.watching is not None:
+            self.watching.cancel()
         await self.runtime.registry.unload_all()
 
 

@@ -19,7 +19,7 @@ from inferd.core.registry import ModelRegistry
 from inferd.core.settings import DialectSettings, ServerSettings, view
 from inferd.core.types import ServerMetadata
 from inferd.dialects import get_dialect, resolve_dialect
-from inferd.dialects.base import Dialect, ServesMetrics
+from inferd.dialects.base import Dialect, ServesMetrics, ServesRepository
 from inferd.protocols import prometheus
 from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import ui
@@ -46,20 +46,33 @@ class Runtime:
     registry: ModelRegistry
     dataplane: DataPlane
 
+    @property
+    def poll_seconds(self) -> float | None:
+        """How often a model repository is read again for changes; None when nothing is polled."""
+        dialect = self.dialect
+        return dialect.poll_seconds(self.dialect_settings) if isinstance(dialect, ServesRepository) else None
+
 
 def build_runtime(settings: ServerSettings, dialect: Dialect[Any] | None = None) -> Runtime:
     """Resolve the target into registered (not yet loaded) models behind one data plane; ``dialect``
     replaces the one the settings name (an engine's variant of it)."""
     dialect = dialect or resolve_dialect(settings.dialect, settings.target)
     own = view(settings, dialect.settings_type)
-    registry = ModelRegistry()
+    registry = _registry(dialect, own, settings.graceful_timeout)
     for served in dialect.models(own):
-        registry.add(served.name, served.factory, served.version)
+        registry.add_served(served)
     gates = {
         name: Gate(name, found) for name in registry.names() if (found := limits(settings, name)).enabled
     }
     dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS), gates)
     return Runtime(settings, dialect, own, registry, dataplane)
+
+
+def _registry(dialect: Dialect[Any], own: DialectSettings, drain_seconds: float) -> ModelRegistry:
+    """An empty registry; for a model repository, one that reads it and keeps within its limit."""
+    if not isinstance(dialect, ServesRepository):
+        return ModelRegistry(drain_seconds=drain_seconds)
+    return ModelRegistry(dialect.source(own), dialect.max_loaded(own), drain_seconds)
 
 
 def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
