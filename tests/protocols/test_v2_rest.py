@@ -6,6 +6,7 @@ import gzip
 import struct
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import numpy as np
@@ -358,3 +359,22 @@ def test_numbers_written_as_strings_are_not_numbers(client: httpx.Client) -> Non
     response = client.post("/v2/models/iris/infer", json=iris_request([["5.1", "3.5", "1.4", "0.2"]] * 2))
     assert response.status_code == 400
     assert "strings" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "problem"),
+    [
+        ({"config": "{not json"}, "parameters.config is not JSON"),
+        ({"config": "[1, 2]"}, "must be a JSON object"),
+        ({"config": 7}, "must be a JSON text"),
+        ({"config": "{}", "file:1/model.py": "@@ not base64 @@"}, "'file:1/model.py' is not valid base64"),
+        ({"config": "{}", "file:1/model.py": "cHJpbnQoKQ=="}, "no model repository"),
+    ],
+)
+def test_a_load_with_config_or_files_is_checked(
+    models: httpx.Client, parameters: dict[str, Any], problem: str
+) -> None:
+    refused = models.post("/v2/repository/models/pid/load", json={"parameters": parameters})
+    assert refused.status_code == 400
+    assert problem in refused.json()["error"]
+    assert models.get("/v2/models/pid/ready").status_code == 200

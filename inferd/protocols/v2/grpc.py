@@ -34,6 +34,7 @@ from inferd.protocols.status import error_message, status_of
 from inferd.protocols.v2 import codecs
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
+from inferd.protocols.v2.repository import load_request
 
 logger = logging.getLogger("inferd.protocols.v2.grpc")
 
@@ -142,7 +143,8 @@ class V2Servicer:
     async def RepositoryModelLoad(
         self, request: pb.RepositoryModelLoadRequest, context: Context
     ) -> pb.RepositoryModelLoadResponse:
-        await self.dataplane.load_model(request.model_name)
+        found = load_request(_repository_parameters(request.parameters), files_are_base64=False)
+        await self.dataplane.load_model(request.model_name, None, found.config, found.files)
         return pb.RepositoryModelLoadResponse()
 
     @_answer_errors
@@ -151,6 +153,14 @@ class V2Servicer:
     ) -> pb.RepositoryModelUnloadResponse:
         await self.dataplane.unload_model(request.model_name)
         return pb.RepositoryModelUnloadResponse()
+
+
+def _repository_parameters(parameters: Mapping[str, pb.ModelRepositoryParameter]) -> dict[str, Any]:
+    """Each parameter's value, whichever of its kinds was set."""
+    return {
+        key: getattr(value, value.WhichOneof("parameter_choice") or "string_param")
+        for key, value in parameters.items()
+    }
 
 
 # ---- metadata ----

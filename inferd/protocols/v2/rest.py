@@ -22,7 +22,8 @@ from inferd.protocols.control import ControlRoute
 from inferd.protocols.json import JSONResponse
 from inferd.protocols.v2 import openapi
 from inferd.protocols.v2.http_codec import decode_request, encode_response
-from inferd.protocols.v2.schema import RepositoryIndexBody, parse
+from inferd.protocols.v2.repository import load_request
+from inferd.protocols.v2.schema import RepositoryIndexBody, RepositoryLoadBody, parse
 
 HEADER_LENGTH = "inference-header-content-length"
 HEADER_LENGTH_BYTES = HEADER_LENGTH.encode()
@@ -112,7 +113,9 @@ class V2Endpoints:
         )
 
     async def load(self, request: Request) -> Response:
-        await self.dataplane.load_model(request.path_params["name"])
+        body: RepositoryLoadBody = parse(RepositoryLoadBody, await request.body())
+        found = load_request(body.parameters, files_are_base64=True)
+        await self.dataplane.load_model(request.path_params["name"], None, found.config, found.files)
         return Response(status_code=200)
 
     async def unload(self, request: Request) -> Response:

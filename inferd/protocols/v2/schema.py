@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inferd.core.errors import InvalidInput
 from inferd.protocols.json import loads
@@ -69,6 +69,12 @@ class RepositoryIndexBody(BaseModel):
 
     repository_name: str | None = None
     ready: bool = False
+
+
+class RepositoryLoadBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    parameters: dict[str, Any] = Field(default_factory=dict)
 
 
 def parse(model: type[BaseModel], body: bytes | str) -> Any:

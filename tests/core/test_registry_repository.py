@@ -1,0 +1,249 @@
+"""The registry over a changing model source: reconciling with scans, loading on demand within a
+limit (least recently used unloaded first), and unloads that wait for the calls inside a model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+import inferd
+from inferd.core.dataplane import DataPlane
+from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady
+from inferd.core.registry import ModelRegistry, ModelState
+from inferd.core.repository import Scan, ServedModel
+from inferd.core.types import InferenceRequest, ServerMetadata
+
+
+class Answer(inferd.Model):
+    """Answers ``x + offset``; counts the instances alive, so a test sees what is loaded."""
+
+    alive: ClassVar[set[str]] = set()
+    #: Models unloaded while a call was inside them (what draining prevents).
+    torn: ClassVar[list[str]] = []
+
+    def __init__(self, label: str, offset: float, delay: float = 0.0) -> None:
+        super().__init__()
+        self.label, self.offset, self.delay, self.busy = label, offset, delay, 0
+
+    def load(self) -> None:
+        Answer.alive.add(self.label)
+
+    def unload(self) -> None:
+        Answer.alive.discard(self.label)
+        if self.busy:
+            Answer.torn.append(self.label)
+
+    async def predict(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self.busy += 1
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.busy -= 1
+        return {"y": inputs["x"] + self.offset}
+
+
+class Broken(inferd.Model):
+    def load(self) -> None:
+        raise OSError("model.onnx is truncated")
+
+
+def served(
+    name: str, offset: float, version: str | None = None, fingerprint: str = "a", delay: float = 0.0
+) -> ServedModel:
+    label = f"{name}@{version}#{fingerprint}"
+    return ServedModel(name, lambda: Answer(label, offset, delay), version, f"/repo/{name}", fingerprint)
+
+
+class Folder:
+    """A model source held in memory: what a test puts in it is what the next scan finds."""
+
+    uri = "/repo"
+
+    def __init__(self, *models: ServedModel) -> None:
+        self.models = list(models)
+        self.problems: dict[str, str] = {}
+        self.written: list[tuple[str, Mapping[str, Any] | None, Mapping[str, bytes]]] = []
+
+    def scan(self) -> Scan:
+        return Scan(tuple(self.models), dict(self.problems))
+
+    def scan_model(self, name: str) -> Scan:
+        models = tuple(model for model in self.models if model.name == name)
+        if not models and name not in self.problems:
+            raise ModelNotFound(f"model '{name}' is not in the repository")
+        return Scan(models, {key: value for key, value in self.problems.items() if key == name})
+
+    def write(self, name: str, config: Mapping[str, Any] | None, files: Mapping[str, bytes]) -> None:
+        self.written.append((name, config, files))
+        self.models.append(served(name, float(len(files)), fingerprint="written"))
+
+
+def request(value: float) -> InferenceRequest:
+    return InferenceRequest(inputs={"x": np.array([value])})
+
+
+async def answer(dataplane: DataPlane, name: str, version: str | None = None) -> float:
+    response = await dataplane.infer(name, version, request(0.0), "test")
+    return float(response.outputs["y"][0])
+
+
+def plane(registry: ModelRegistry) -> DataPlane:
+    return DataPlane(registry, ServerMetadata("inferd", "test", ()))
+
+
+@pytest.fixture(autouse=True)
+def nothing_alive() -> None:
+    Answer.alive.clear()
+    Answer.torn.clear()
+
+
+async def test_refresh_adds_reloads_and_removes_what_the_repository_changed() -> None:
+    folder = Folder(served("a", 1), served("b", 2))
+    registry = ModelRegistry(folder)
+    dataplane = plane(registry)
+    await registry.refresh()
+    assert (await answer(dataplane, "a"), await answer(dataplane, "b")) == (1, 2)
+
+    folder.models = [served("a", 10, fingerprint="b"), served("c", 3)]
+    await registry.refresh()
+    assert await answer(dataplane, "a") == 10
+    assert await answer(dataplane, "c") == 3
+    with pytest.raises(ModelNotFound):
+        await answer(dataplane, "b")
+    assert Answer.alive == {"a@None#b", "c@None#a"}  # the old a and b were unloaded
+    assert registry.entry("a").source == "/repo/a"
+
+
+async def test_a_model_that_cannot_be_read_or_loaded_leaves_the_old_one_serving() -> None:
+    folder = Folder(served("a", 1))
+    registry = ModelRegistry(folder)
+    dataplane = plane(registry)
+    await registry.refresh()
+    folder.models, folder.problems = [], {"a": "model 'a' in /repo/a: inferd.yaml is not YAML"}
+    await registry.refresh()
+    assert await answer(dataplane, "a") == 1
+
+    folder.problems = {}
+    folder.models = [ServedModel("a", Broken, None, "/repo/a", "broken")]
+    await registry.refresh()  # logged, not raised: a poll keeps going
+    assert await answer(dataplane, "a") == 1
+    with pytest.raises(
+        ModelLoadError, match=r"'a' failed to load from /repo/a: OSError: model\.onnx is truncated"
+    ):
+        await registry.load("a")
+    assert await answer(dataplane, "a") == 1
+
+
+async def test_an_explicit_load_reads_the_model_again_and_says_what_is_wrong() -> None:
+    folder = Folder(served("a", 1))
+    registry = ModelRegistry(folder)
+    dataplane = plane(registry)
+    folder.models.append(served("late", 5))
+    await registry.load("late")  # added since the last scan
+    assert await answer(dataplane, "late") == 5
+    with pytest.raises(ModelNotFound, match="not in the repository"):
+        await registry.load("nope")
+    folder.problems = {"a": "model 'a' in /repo/a: two folders give this name"}
+    with pytest.raises(ModelLoadError, match="two folders"):
+        await registry.load("a")
+
+
+async def test_load_with_files_writes_them_into_the_repository_first() -> None:
+    folder = Folder()
+    registry = ModelRegistry(folder)
+    await plane(registry).load_model(
+        "new", None, {"dialect": "native"}, {"1/model.py": b"x", "2/model.py": b"y"}
+    )
+    assert folder.written == [("new", {"dialect": "native"}, {"1/model.py": b"x", "2/model.py": b"y"})]
+    assert await answer(plane(registry), "new") == 2
+    with pytest.raises(ModelLoadError, match="no model repository"):
+        await plane(ModelRegistry()).load_model("new", None, {"dialect": "native"}, {})
+
+
+async def test_versions_are_loaded_and_unloaded_together_and_each_answers() -> None:
+    folder = Folder(served("m", 1, "1"), served("m", 2, "2"))
+    registry = ModelRegistry(folder)
+    dataplane = plane(registry)
+    await registry.refresh()
+    assert (
+        await answer(dataplane, "m", "1"),
+        await answer(dataplane, "m", "2"),
+        await answer(dataplane, "m"),
+    ) == (
+        1,
+        2,
+        2,
+    )
+    await registry.unload("m")
+    assert {entry.state for entry in registry.versions("m")} == {ModelState.UNAVAILABLE}
+    await registry.load("m")
+    assert all(entry.ready for entry in registry.versions("m"))
+
+
+async def test_models_load_on_first_call_and_the_least_recently_used_make_room() -> None:
+    registry = ModelRegistry(
+        Folder(*(served(name, index) for index, name in enumerate("abcd"))), max_loaded=2
+    )
+    dataplane = plane(registry)
+    await registry.refresh()
+    await registry.load_all()
+    assert Answer.alive == set() and registry.all_ready()  # nothing loaded yet, nothing failed
+    assert await answer(dataplane, "a") == 0
+    assert await answer(dataplane, "b") == 1
+    assert await answer(dataplane, "a") == 0  # a is now the most recently used
+    assert await answer(dataplane, "c") == 2
+    assert {label[0] for label in Answer.alive} == {"a", "c"}  # b was the least recently used
+    results = await asyncio.gather(*(answer(dataplane, name) for name in "abcdabcd"))
+    assert results == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert len(Answer.alive) <= 2
+
+
+async def test_eviction_waits_for_the_calls_inside_the_model() -> None:
+    registry = ModelRegistry(Folder(served("slow", 1, delay=0.3), served("other", 2)), max_loaded=1)
+    dataplane = plane(registry)
+    await registry.refresh()
+    slow = asyncio.create_task(answer(dataplane, "slow"))
+    await asyncio.sleep(0.05)
+    assert registry.entry("slow").inflight == 1
+    assert await answer(dataplane, "other") == 2  # waited for slow's call before unloading it
+    assert await slow == 1
+    assert registry.entry("slow").state is ModelState.UNAVAILABLE
+    assert Answer.torn == []
+
+
+async def test_a_model_unloaded_on_request_is_not_loaded_back_by_a_call() -> None:
+    registry = ModelRegistry(Folder(served("a", 1)), max_loaded=2)
+    dataplane = plane(registry)
+    await registry.refresh()
+    assert await answer(dataplane, "a") == 1
+    await registry.unload("a")
+    with pytest.raises(ModelNotReady):
+        await answer(dataplane, "a")
+    await registry.load("a")
+    assert await answer(dataplane, "a") == 1
+
+
+async def test_unload_drains_in_flight_calls_within_the_drain_time() -> None:
+    registry = ModelRegistry(Folder(served("slow", 1, delay=0.3)), drain_seconds=5)
+    dataplane = plane(registry)
+    await registry.refresh()
+    call = asyncio.create_task(answer(dataplane, "slow"))
+    await asyncio.sleep(0.05)
+    await registry.unload("slow")
+    assert call.done() and call.result() == 1  # the unload returned only once the call had its answer
+    assert Answer.torn == []
+
+
+async def test_a_call_that_outlives_the_drain_time_does_not_hold_the_unload() -> None:
+    registry = ModelRegistry(Folder(served("stuck", 1, delay=1.0)), drain_seconds=0.1)
+    dataplane = plane(registry)
+    await registry.refresh()
+    call = asyncio.create_task(answer(dataplane, "stuck"))
+    await asyncio.sleep(0.05)
+    await asyncio.wait_for(registry.unload("stuck"), 0.5)
+    assert Answer.torn == ["stuck@None#a"] and not call.done()
+    await call
