@@ -38,7 +38,8 @@ def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -
         print(json.dumps(described))
         return
     table = Table(title=f"{url}: {described['server']['name']} {described['server']['version']}")
-    for column in ("model", "dialect", "state", "inputs", "outputs", "requests", "mean ms", "called with"):
+    columns = ("model", "version", "dialect", "state", "source", "inputs", "outputs", "requests", "mean ms")
+    for column in (*columns, "called with"):
         table.add_column(
             column,
             justify="right" if column in ("requests", "mean ms") else "left",
@@ -49,8 +50,10 @@ def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -
         form = model["try"]
         table.add_row(
             model["name"],
+            model["version"] or "-",
             model["dialect"],
-            f"[green]{model['state'].lower()}[/]" if model["ready"] else f"[red]{model['state'].lower()}[/]",
+            _state(model),
+            _source(model),
             _tensors(model["inputs"]),
             _tensors(model["outputs"]),
             f"{model['requests']['ok']} ok"
@@ -59,6 +62,20 @@ def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -
             f"{form['method']} {escape(form['path'])}" if form else "-",
         )
     _print_whole(table)
+
+
+def _state(model: dict[str, Any]) -> str:
+    """Ready in green; anything else in red, with why (unloaded, not loaded yet, the load's error)."""
+    if model["ready"]:
+        return f"[green]{model['state'].lower()}[/]"
+    reason = f": {escape(model['reason'])}" if model["reason"] else ""
+    return f"[red]{model['state'].lower()}[/]{reason}"
+
+
+def _source(model: dict[str, Any]) -> str:
+    """Where the model's files come from, and what the model cache did for them."""
+    source = escape(model.get("source") or "-")
+    return f"{source} ({escape(model['cache'])})" if model.get("cache") else source
 
 
 def _print_whole(table: Table) -> None:

@@ -52,6 +52,8 @@ class ModelEntry:
     #: Where the model comes from (a folder or URI) and a digest of its files, for a repository's.
     source: str = ""
     fingerprint: str = ""
+    cache: str = ""
+    dialect: str = ""
     model: Model | None = None
     #: Read once when the model is loaded, so requests are checked without rebuilding it.
     metadata: ModelMetadata | None = None
@@ -93,28 +95,21 @@ class ModelRegistry:
         #: Loads, unloads and evictions run one at a time, so room is made once per load.
         self._changing = asyncio.Lock()
 
-    def add(
-        self,
-        name: str,
-        factory: ModelFactory,
-        version: str | None = None,
-        source: str = "",
-        fingerprint: str = "",
-    ) -> ModelEntry:
-        """Register a model without loading it; a duplicate (name, version) is a mistake, and a name no
-        protocol path can carry (`inferd.core.names`) is refused as a `TargetError`."""
-        problem = name_problem(name)
-        if problem is not None:
-            raise TargetError(problem)
-        versions = self._entries.setdefault(name, {})
-        if version in versions:
-            raise ValueError(f"model '{name}' version {version!r} is registered twice")
-        entry = versions[version] = ModelEntry(name, version, factory, source, fingerprint)
-        self._latest[name] = versions[max(versions, key=_version_key)]
-        return entry
+    def add(self, name: str, factory: ModelFactory, version: str | None = None) -> ModelEntry:
+        return self.add_served(ServedModel(name, factory, version))
 
     def add_served(self, served: ServedModel) -> ModelEntry:
-        return self.add(served.name, served.factory, served.version, served.source, served.fingerprint)
+        """Register a model without loading it; a duplicate (name, version) is a mistake, and a name no
+        protocol path can carry (`inferd.core.names`) is refused as a `TargetError`."""
+        problem = name_problem(served.name)
+        if problem is not None:
+            raise TargetError(problem)
+        versions = self._entries.setdefault(served.name, {})
+        if served.version in versions:
+            raise ValueError(f"model '{served.name}' version {served.version!r} is registered twice")
+        entry = versions[served.version] = _entry(served)
+        self._latest[served.name] = versions[max(versions, key=_version_key)]
+        return entry
 
     def entries(self) -> list[ModelEntry]:
         return [entry for versions in self._entries.values() for entry in versions.values()]
@@ -317,7 +312,7 @@ class ModelRegistry:
             if self.max_loaded is None:
                 await self._load(entry)
             return
-        fresh = ModelEntry(served.name, served.version, served.factory, served.source, served.fingerprint)
+        fresh = _entry(served)
         fresh.held = old.held
         if old.model is not None or self.max_loaded is None:
             await self._load(fresh)  # raises, leaving the old entry in place, when the new one fails
@@ -354,6 +349,18 @@ class ModelRegistry:
                 "model repository to write them into (serve one with --repository)"
             )
         self.source.write(name, config, files)
+
+
+def _entry(served: ServedModel) -> ModelEntry:
+    return ModelEntry(
+        served.name,
+        served.version,
+        served.factory,
+        served.source,
+        served.fingerprint,
+        served.cache,
+        served.dialect,
+    )
 
 
 def _label(entry: ModelEntry) -> str:

@@ -27,6 +27,11 @@ class ServedModel:
     source: str = ""
     #: Changes whenever its files or settings change, so a poll knows to reload it.
     fingerprint: str = ""
+    #: What the model cache did for it ("downloaded", "from the cache", with the object version);
+    #: "" for files that were local.
+    cache: str = ""
+    #: The dialect it follows, where a repository serves several side by side.
+    dialect: str = ""
 
 
 @dataclass(frozen=True)

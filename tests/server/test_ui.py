@@ -51,6 +51,7 @@ def test_the_description_has_tensors_traffic_and_the_v2_form(scale_server: Runni
     assert listing["server"]["name"] == "inferd"
     [model] = listing["models"]
     assert model["name"] == "scale" and model["dialect"] == "native" and model["ready"] is True
+    assert (model["source"], model["cache"]) == (None, None)  # a local target, no repository
     assert model["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 2]}]
     assert model["outputs"] == [{"name": "y", "datatype": "FP32", "shape": [-1, 2]}]
     assert model["requests"] == {"ok": 1, "error": 1}

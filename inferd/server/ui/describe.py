@@ -48,10 +48,12 @@ class Describer:
         return {
             "name": entry.name,
             "version": entry.version,
-            "dialect": self.dialect.name,
+            "dialect": entry.dialect or self.dialect.name,
             "state": entry.state.value,
             "ready": entry.ready,
             "reason": entry.reason,
+            "source": entry.source or None,
+            "cache": entry.cache or None,
             "platform": metadata.platform if metadata else None,
             "inputs": [tensor(spec) for spec in metadata.inputs] if metadata else [],
             "outputs": [tensor(spec) for spec in metadata.outputs] if metadata else [],

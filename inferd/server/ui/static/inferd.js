@@ -24,6 +24,7 @@ const inferd = (() => {
   const tensors = (list) => list.map((t) => `${t.name} ${t.datatype} [${t.shape.join(", ")}]`).join("\n") || "–";
   const requests = (m) => `${m.requests.ok} ok` + (m.requests.error ? `, ${m.requests.error} failed` : "");
   const latency = (m) => (m.latency_ms === null ? "–" : `${m.latency_ms} ms`);
+  const source = (m) => (m.source ? m.source + (m.cache ? ` (${m.cache})` : "") : "–");
   const state = (m) => el("span", { class: m.ready ? "badge ready" : "badge" }, m.state.toLowerCase());
   const modelLink = (name) => `/inferd/models/${encodeURIComponent(name)}`;
 
@@ -42,6 +43,7 @@ const inferd = (() => {
       el("td", {}, el("a", { href: modelLink(m.name) }, m.name), m.version ? ` (version ${m.version})` : ""),
       el("td", {}, m.dialect),
       el("td", {}, state(m), m.reason ? el("small", { class: "hint" }, ` ${m.reason}`) : null),
+      el("td", { class: "source" }, source(m)),
       el("td", { class: "tensors" }, tensors(m.inputs)),
       el("td", { class: "tensors" }, tensors(m.outputs)),
       el("td", { class: "number" }, requests(m)),
@@ -245,6 +247,7 @@ const inferd = (() => {
       ["Dialect", m.dialect],
       ["State", state(m)],
       ["Version", m.version || "–"],
+      ["Source", source(m)],
       ["Inputs", el("span", { class: "tensors" }, tensors(m.inputs))],
       ["Outputs", el("span", { class: "tensors" }, tensors(m.outputs))],
       ["Requests", requests(m)],
