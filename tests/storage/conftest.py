@@ -14,6 +14,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from inferd.storage import ModelCache
+from tests.dialects.cortex.conftest import tf_models_dir  # noqa: F401 (a fixture: SavedModels built here)
 from tests.servers import free_port
 from tests.storage.files_server import FileServer, file_server
 

@@ -143,3 +143,23 @@ def test_a_graph_node_that_cannot_be_fetched_stops_startup_naming_it(bucket: Buc
     graph.write_text(f"name: missing\ngraph:\n  name: gone\n  type: MODEL\n  target: {uri}:Missing\n")
     message = start_fails(graph, tmp_path / "data")
     assert f"error: graph 'missing', node 'gone': cannot fetch {uri}" in message
+
+
+def test_a_cortex_savedmodel_folder_in_s3_serves_unchanged(
+    bucket: Bucket, tmp_path: Path, tf_models_dir: Path
+) -> None:
+    """A TensorFlow API whose ``model:`` is a SavedModel folder (two numbered versions) in S3: the
+    folder is fetched whole and the highest version serves (version 1 gives wrong labels)."""
+    for path in (tf_models_dir / "iris").rglob("*"):
+        if path.is_file():
+            bucket.put(f"tf/iris/{path.relative_to(tf_models_dir / 'iris')}", path.read_bytes())
+    config = projects.TF["cortex.yaml"].split("        - kind: api\n          name: pair")[0]
+    files = {**projects.TF, "cortex.yaml": config.replace("models/iris", f"s3://{bucket.name}/tf/iris/")}
+    folder = projects.write(tmp_path / "project", files)
+    data = tmp_path / "data"
+    with serve(str(folder), "--data-dir", str(data)) as server:
+        for sample, label in ((projects.SETOSA, "iris-setosa"), (projects.VIRGINICA, "iris-virginica")):
+            answer = httpx.post(server.http_url + "/tf/iris", json=sample, timeout=30)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["label"] == label
+    assert len(entries(data)) == 1
