@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from inferd.core.control import SharedControl
 from inferd.core.errors import InferdError, ModelLoadError, ModelNotFound, ModelNotReady, TargetError
 from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS
 from inferd.core.model import Model, resolve
@@ -29,6 +30,8 @@ logger = logging.getLogger("inferd.registry")
 
 __all__ = ["ModelEntry", "ModelFactory", "ModelRegistry", "ModelState", "ServedModel"]
 
+#: How often a worker looks for the loads and unloads another worker answered.
+FOLLOW_SECONDS = 0.5
 #: Why a model that was never loaded is not ready (a multiplexed model before its first call).
 NOT_LOADED = "not loaded yet"
 #: Why a model unloaded on request (or by eviction) is not ready.
@@ -84,9 +87,15 @@ class ModelRegistry:
     unload waits for the calls inside a model to finish."""
 
     def __init__(
-        self, source: ModelSource | None = None, max_loaded: int | None = None, drain_seconds: float = 30.0
+        self,
+        source: ModelSource | None = None,
+        max_loaded: int | None = None,
+        drain_seconds: float = 30.0,
+        control: SharedControl | None = None,
     ) -> None:
         self.source = source
+        #: Where the other worker processes of the server hear of this one's loads and unloads.
+        self.control = control
         self.max_loaded = max_loaded
         self.drain_seconds = drain_seconds
         self._entries: dict[str, dict[str | None, ModelEntry]] = {}
@@ -161,7 +170,29 @@ class ModelRegistry:
     async def load(self, name: str, version: str | None = None) -> None:
         """Load ``name`` (at ``version``; every version it has when none is given, as Triton loads a
         model). With a repository, ``name`` is read from it first, so a model added since the last
-        poll, or changed, is served as it is now."""
+        poll, or changed, is served as it is now; the other workers follow."""
+        await self._load_model(name, version)
+        if self.control is not None:
+            self.control.record(name, "load")
+
+    async def unload(self, name: str, version: str | None = None) -> None:
+        """Unload ``name`` (at ``version``, else every version of it) once its calls have finished; it
+        stays registered, so a load brings it back. The other workers follow."""
+        await self._unload_model(name, version)
+        if self.control is not None:
+            self.control.record(name, "unload")
+
+    async def follow(self) -> None:
+        """Load and unload what the other workers did since this one last looked."""
+        if self.control is None:
+            return
+        for name, operation in list(self.control.news()):
+            try:
+                await (self._load_model(name) if operation == "load" else self._unload_model(name))
+            except InferdError as exc:
+                logger.error("cannot %s model %s as another worker did: %s", operation, name, exc.message)
+
+    async def _load_model(self, name: str, version: str | None = None) -> None:
         if self.source is not None:
             await self.refresh(await asyncio.to_thread(self.source.scan_model, name), only=name, strict=True)
         entries = [self.entry(name, version)] if version else self.versions(name)
@@ -170,9 +201,7 @@ class ModelRegistry:
             async with self._changing:
                 await self._load(entry)
 
-    async def unload(self, name: str, version: str | None = None) -> None:
-        """Unload ``name`` (at ``version``, else every version of it) once its calls have finished; it
-        stays registered, so a load brings it back."""
+    async def _unload_model(self, name: str, version: str | None = None) -> None:
         entries = [self.entry(name, version)] if version else self.versions(name)
         async with self._changing:
             for entry in entries:
@@ -331,11 +360,21 @@ class ModelRegistry:
         logger.info("model %s left the repository%s", _label(entry), _from(entry))
         await self._unload(entry)
 
-    async def watch(self, seconds: float) -> None:
-        """Refresh from the repository every ``seconds`` until cancelled; a failed scan is logged and
-        tried again at the next poll."""
+    async def watch(self, poll_seconds: float | None) -> None:
+        """Until cancelled: follow the other workers' loads and unloads, and refresh from the
+        repository every ``poll_seconds`` (None: never); a failed scan is logged and tried again at
+        the next poll."""
+        loop = asyncio.get_running_loop()
+        tick = min(poll_seconds or FOLLOW_SECONDS, FOLLOW_SECONDS) if self.control else poll_seconds
+        if tick is None:
+            return
+        next_poll = loop.time() + (poll_seconds or 0)
         while True:
-            await asyncio.sleep(seconds)
+            await asyncio.sleep(tick)
+            await self.follow()
+            if poll_seconds is None or loop.time() < next_poll:
+                continue
+            next_poll = loop.time() + poll_seconds
             try:
                 await self.refresh()
             except Exception:

@@ -116,10 +116,11 @@ class LocalBackend:
 
     async def start(self) -> tuple[tuple[str, ...], int | None]:
         settings = self.runtime.settings
-        await self.runtime.registry.load_all()
-        poll = self.runtime.poll_seconds
-        if poll is not None:
-            self.watching = asyncio.create_task(self.runtime.registry.watch(poll))
+        registry = self.runtime.registry
+        await registry.load_all()
+        await registry.follow()  # a worker started in place of a lost one does what the others did
+        if self.runtime.poll_seconds is not None or registry.control is not None:
+            self.watching = asyncio.create_task(registry.watch(self.runtime.poll_seconds))
         grpc_port = None
         if settings.grpc_enabled:
             self.grpc_server = create_grpc_server(self.runtime, self.shared_grpc_port)

@@ -28,6 +28,7 @@ from multiprocessing.queues import Queue
 from typing import Any
 
 from inferd.config.settings import Settings
+from inferd.core import control
 from inferd.core.keeper import KeptProcess, stop_all
 from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB
@@ -103,6 +104,7 @@ class Supervisor:
             bound.pop_all()
         metrics_dir = tempfile.mkdtemp(prefix="inferd-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        os.environ[control.VARIABLE] = os.path.join(metrics_dir, "repository-control.json")
         fields = self.settings.model_dump()
         fields["port"] = port_of(sock)
         if grpc_hold is not None:
@@ -127,6 +129,7 @@ class Supervisor:
                 grpc_hold.close()
             shutil.rmtree(metrics_dir, ignore_errors=True)
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+            os.environ.pop(control.VARIABLE, None)
 
     def _start(
         self, fields: dict[str, Any], sock: socket.socket, ready: Queue[Any], replaced_for: str | None = None

@@ -12,6 +12,7 @@ from starlette.middleware import Middleware
 from starlette.types import Lifespan
 
 from inferd import __version__
+from inferd.core.control import SharedControl
 from inferd.core.dataplane import DataPlane
 from inferd.core.limits import Gate
 from inferd.core.model_settings import limits
@@ -69,10 +70,12 @@ def build_runtime(settings: ServerSettings, dialect: Dialect[Any] | None = None)
 
 
 def _registry(dialect: Dialect[Any], own: DialectSettings, drain_seconds: float) -> ModelRegistry:
-    """An empty registry; for a model repository, one that reads it and keeps within its limit."""
+    """An empty registry; for a model repository, one that reads it and keeps within its limit. When
+    the server has other workers, they hear of this one's loads and unloads (`SharedControl`)."""
+    control = SharedControl.from_environment()
     if not isinstance(dialect, ServesRepository):
-        return ModelRegistry(drain_seconds=drain_seconds)
-    return ModelRegistry(dialect.source(own), dialect.max_loaded(own), drain_seconds)
+        return ModelRegistry(drain_seconds=drain_seconds, control=control)
+    return ModelRegistry(dialect.source(own), dialect.max_loaded(own), drain_seconds, control)
 
 
 def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
