@@ -27,7 +27,16 @@ class ClientTimeout(InvalidInput):
     """The client did not send its request's headers in time (a slow or stalled client)."""
 
 
-class ModelNotFound(InferdError):
+class NotFound(InferdError):
+    """What the request names does not exist (a model, a deployment, a service...)."""
+
+
+class Conflict(InferdError):
+    """The request contradicts what exists: a name taken, a record still in use, a state that does
+    not allow it (a running service deleted)."""
+
+
+class ModelNotFound(NotFound):
     """No model (or version) of that name is registered."""
 
 

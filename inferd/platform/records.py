@@ -1,0 +1,150 @@
+"""What the platform keeps: one frozen dataclass per kind of record, as the store returns them.
+
+Identifiers are short random strings with a kind prefix (``dep-``, ``ver-``, ``svc-``, ``end-``,
+``run-``, ``trg-``), so a mistyped one is never taken for another kind. Times are UTC.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+PREFIXES = {
+    "deployment": "dep",
+    "version": "ver",
+    "service": "svc",
+    "endpoint": "end",
+    "run": "run",
+    "trigger": "trg",
+}
+
+
+def new_id(kind: str) -> str:
+    return f"{PREFIXES[kind]}-{secrets.token_hex(6)}"
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class ServiceState(str, Enum):
+    """A service's life: ``starting`` until its server answers, ``running``; ``stopping`` then
+    ``stopped`` on request; ``failed`` when it crashed too often in a row (its ``reason`` says why)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+class RunState(str, Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A named application: an ABEJA deployment, a Cortex API, a Seldon deployment."""
+
+    id: str
+    name: str
+    description: str = ""
+    created_at: datetime = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Version:
+    """An immutable bundle of a project folder, named by the digest of its content."""
+
+    id: str
+    deployment_id: str
+    #: The label users give it (ABEJA's "0.0.1"); unique within its deployment.
+    label: str
+    #: ``sha256:<hex>`` of the bundle: two uploads of the same folder are one bundle.
+    digest: str
+    size: int
+    #: What ``inferd serve`` is given inside the unpacked bundle, and the dialect (``auto`` to detect).
+    target: str = "."
+    dialect: str = "auto"
+    #: Environment variables and user parameters the version's services start with.
+    environment: dict[str, str] = field(default_factory=dict)
+    created_at: datetime = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Service:
+    """A running instance of one version."""
+
+    id: str
+    deployment_id: str
+    version_id: str
+    state: ServiceState
+    engine: str = "local"
+    workers: int = 1
+    environment: dict[str, str] = field(default_factory=dict)
+    min_replicas: int = 1
+    max_replicas: int = 1
+    #: Where its server listens (loopback), once started; its process id on this machine.
+    port: int | None = None
+    pid: int | None = None
+    reason: str = ""
+    restarts: int = 0
+    created_at: datetime = field(default_factory=now)
+    updated_at: datetime = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Route:
+    service_id: str
+    weight: int
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A stable address routing to services by weight (summing to 100), optionally mirroring a share of
+    requests to a shadow service whose answers are dropped."""
+
+    id: str
+    deployment_id: str
+    name: str
+    routes: tuple[Route, ...]
+    shadow_service_id: str | None = None
+    shadow_percent: int = 0
+    created_at: datetime = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class Run:
+    """A batch execution of a version over input files or URIs into an output location."""
+
+    id: str
+    deployment_id: str
+    version_id: str
+    state: RunState
+    inputs: tuple[str, ...]
+    output: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    trigger_id: str | None = None
+    created_at: datetime = field(default_factory=now)
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Runs a version for each new file appearing under an input folder or storage prefix."""
+
+    id: str
+    deployment_id: str
+    version_id: str
+    input: str
+    output: str
+    enabled: bool = True
+    created_at: datetime = field(default_factory=now)
