@@ -110,7 +110,8 @@ class Traffic:
 
     def __init__(self, url: str, model: str) -> None:
         self.url, self.model = url, model
-        self.sent, self.failures = 0, []  # type: ignore[var-annotated]
+        self.sent = 0
+        self.failures: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 

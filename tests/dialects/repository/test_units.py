@@ -115,7 +115,9 @@ def test_a_bad_write_is_refused_and_writes_nothing(
 
 def test_an_mlserver_runtime_in_a_written_config_is_refused(tmp_path: Path) -> None:
     repository = source(tmp_path / "models")
-    with pytest.raises(InvalidInput, match=re.escape("'mlserver_sklearn.SKLearnModel' is an MLServer runtime")):
+    with pytest.raises(
+        InvalidInput, match=re.escape("'mlserver_sklearn.SKLearnModel' is an MLServer runtime")
+    ):
         repository.write("m", {"implementation": "mlserver_sklearn.SKLearnModel"}, {})
 
 
