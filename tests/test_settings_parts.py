@@ -18,6 +18,7 @@ OWN_VALUES = {
     "graph": {"graph_node_timeout": 5.0},
     "deepaas": {"base_path": "/b", "warm": False},
     "abeja": {"abeja_style": "19.04", "max_video_seconds": 9.0},
+    "repository": {"repository": "models/", "repository_poll": 2.0, "max_loaded_models": 3},
 }
 EVERY_OWN = {name: value for values in OWN_VALUES.values() for name, value in values.items()}
 

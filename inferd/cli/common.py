@@ -27,7 +27,7 @@ ArgOption = Annotated[
 FileOption = Annotated[
     list[str] | None, typer.Option("--file", "-f", help="DEEPaaS file argument FIELD=PATH (repeatable).")
 ]
-DIALECT_HELP = "Handler convention: auto, native, seldon, deepaas, cortex, abeja or graph."
+DIALECT_HELP = "Handler convention: auto, native, seldon, deepaas, cortex, abeja, graph or repository."
 ABEJA_STYLE_HELP = "ABEJA handler style: auto, 18.10 (generator) or 19.04 (request handler)."
 
 

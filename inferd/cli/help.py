@@ -29,6 +29,7 @@ SELDON = "Seldon"
 GRAPHS = "Inference graphs"
 DEEPAAS = "DEEPaaS"
 ABEJA = "ABEJA"
+REPOSITORY = "Model repository"
 
 
 def tidy(params: list[Any]) -> None:

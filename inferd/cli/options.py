@@ -66,6 +66,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
     panel.GRAPHS: ("graph_node_timeout", "graph_startup_timeout"),
     panel.DEEPAAS: ("model_name", "base_path", "predict_endpoint", "train_endpoint", "doc_endpoint", "warm"),
     panel.ABEJA: ("abeja_style",),
+    panel.REPOSITORY: ("repository", "repository_poll", "max_loaded_models"),
 }
 
 #: Option names that are not ``--field-name``: a list's option names one item (repeatable), and

@@ -47,16 +47,21 @@ def serve(target: str | None, **values: Any) -> None:
     from inferd.server.logging import configure_logging, log_format
 
     dialect = values.pop("dialect")
-    if not target and os.environ.get("HANDLER"):
+    if target and values.get("repository"):
+        fail("--repository names what is served: give it without a TARGET")
+    if not target and (values.get("repository") or os.environ.get("INFERD_REPOSITORY")):
+        dialect = dialect or "repository"  # the repository is what is served: no TARGET
+    elif not target and os.environ.get("HANDLER"):
         target, dialect = os.environ["HANDLER"], dialect or "abeja"
     if not target and os.environ.get("MODEL_NAME"):  # a Seldon s2i image
         target, dialect = os.environ["MODEL_NAME"], dialect or "seldon"
     if not target and os.environ.get("DEEPAAS_V2_MODEL"):
         dialect = dialect or "deepaas"
-    if not target and not os.environ.get("INFERD_TARGET") and dialect != "deepaas":
+    if not target and not os.environ.get("INFERD_TARGET") and dialect not in ("deepaas", "repository"):
         fail(
             "missing TARGET: name what to serve (or set HANDLER=module:function for an ABEJA handler, "
-            "MODEL_NAME=Class for a Seldon component, or pass --dialect deepaas for DEEPaaS entry points)"
+            "MODEL_NAME=Class for a Seldon component, --repository DIR_OR_URI for a model repository, or "
+            "pass --dialect deepaas for DEEPaaS entry points)"
         )
     given = options.given({**values, "dialect": dialect})
     if given.get("model_settings") is not None:  # read after the chdir to the project below

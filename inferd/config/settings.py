@@ -9,14 +9,17 @@ from inferd.core.settings import ServerSettings
 from inferd.dialects.abeja.settings import AbejaSettings
 from inferd.dialects.deepaas.settings import DeepaasSettings
 from inferd.dialects.graph.settings import GraphSettings
+from inferd.dialects.repository.settings import RepositorySettings
 from inferd.dialects.seldon.settings import SeldonSettings
 
 #: The classes whose fields `Settings` gathers, in the order the reference lists them: the server's,
 #: then each dialect's own (native and Cortex models read only what every dialect reads).
-PARTS = (ServerSettings, SeldonSettings, GraphSettings, DeepaasSettings, AbejaSettings)
+PARTS = (ServerSettings, SeldonSettings, GraphSettings, DeepaasSettings, AbejaSettings, RepositorySettings)
 
 
-class Settings(ServerSettings, SeldonSettings, GraphSettings, DeepaasSettings, AbejaSettings):
+class Settings(
+    ServerSettings, SeldonSettings, GraphSettings, DeepaasSettings, AbejaSettings, RepositorySettings
+):
     """The server's settings and every dialect's; a new dialect's settings class is added here."""
 
     model_config = ServerSettings.model_config

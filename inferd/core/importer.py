@@ -205,3 +205,18 @@ def stand_in_modules(modules: dict[str, ModuleType], logger: logging.Logger, lab
             setattr(package, leaf, child)
             child, (parent, _, leaf) = package, parent.rpartition(".")
     return False
+
+
+def forget_modules_under(folder: Path) -> list[str]:
+    """Drop from ``sys.modules`` every module loaded from a file under ``folder``, so the next import
+    runs its code as it is now: a model repository's folder that changed must not be served from the
+    modules of its old files (`import_file_as` reuses a module of the same name and file). Returns the
+    names dropped."""
+    prefix = os.path.join(str(folder.resolve()), "")
+    dropped = []
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and os.path.abspath(file).startswith(prefix):
+            del sys.modules[name]
+            dropped.append(name)
+    return dropped

@@ -1,0 +1,112 @@
+"""A model folder's settings file, read into inferd's keys: its ``inferd.yaml`` (the keys of every
+dialect's settings, plus ``dialect`` and ``versions``), else MLServer's ``model-settings.json`` (the
+fields that map: ``name``, ``implementation``, ``parameters.uri``, ``parameters.version``,
+``max_batch_size``, ``max_batch_time``). The config layer reads projects' ``inferd.yaml``; a dialect
+may not import it, so the little reading a model folder needs is here."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+logger = logging.getLogger("inferd.repository")
+
+SETTINGS_FILE = "inferd.yaml"
+MLSERVER_FILE = "model-settings.json"
+#: Keys of a settings file besides a dialect's settings fields.
+REPOSITORY_KEYS = frozenset({"dialect", "versions"})
+#: MLServer's fields that have an inferd meaning; others (``platform``, ``inputs``...) are ignored.
+MLSERVER_MAPPED = frozenset({"name", "implementation", "parameters", "max_batch_size", "max_batch_time"})
+
+
+class FolderProblem(Exception):
+    """Why a model folder cannot be served; the caller adds the model's name and folder."""
+
+
+def read_settings(folder: Path) -> dict[str, Any] | None:
+    """The settings of ``folder`` as inferd keys (its ``inferd.yaml``, else its
+    ``model-settings.json``), or None when it has neither."""
+    path = folder / SETTINGS_FILE
+    if path.is_file():
+        return _read_yaml(path)
+    path = folder / MLSERVER_FILE
+    if path.is_file():
+        return from_mlserver(_read_json(path))
+    return None
+
+
+def is_mlserver(config: Mapping[str, Any]) -> bool:
+    """Whether ``config`` is MLServer's model settings rather than inferd's keys."""
+    return "implementation" in config or "parameters" in config
+
+
+def from_mlserver(document: Mapping[str, Any]) -> dict[str, Any]:
+    """MLServer's model settings as inferd keys; an MLServer runtime is a problem (inferd runs no
+    MLServer runtime: the folder must give inferd code, or a target inferd serves)."""
+    found: dict[str, Any] = {}
+    parameters = document.get("parameters") or {}
+    if not isinstance(parameters, Mapping):
+        raise FolderProblem(f"{MLSERVER_FILE}: 'parameters' must be an object")
+    if document.get("name"):
+        found["name"] = str(document["name"])
+    implementation = document.get("implementation")
+    if implementation:
+        found["target"] = implementation_target(str(implementation))
+    elif parameters.get("uri"):
+        found["target"] = str(parameters["uri"])
+    if parameters.get("version") is not None:
+        found["model_version"] = str(parameters["version"])
+    if document.get("max_batch_size") is not None:
+        found["max_batch_size"] = document["max_batch_size"]
+    if document.get("max_batch_time") is not None:
+        found["max_batch_time_ms"] = float(document["max_batch_time"]) * 1000
+    ignored = sorted(set(document) - MLSERVER_MAPPED)
+    if ignored:
+        logger.warning("%s: fields %s have no meaning to inferd and are ignored", MLSERVER_FILE, ignored)
+    return found
+
+
+def implementation_target(implementation: str) -> str:
+    """MLServer's dotted ``module.Class`` as inferd's ``module:Class`` (``file.py:Class`` and
+    ``module:Class`` as they are); MLServer's own runtimes are refused, saying what to give instead."""
+    module = implementation.partition(":")[0]
+    if module.split(".")[0].startswith("mlserver"):
+        raise FolderProblem(
+            f"implementation {implementation!r} is an MLServer runtime, which inferd cannot run; give "
+            "inferd code instead (implementation: model.py:MyModel, a subclass of inferd.Model or a "
+            "class of another dialect), or parameters.uri naming what inferd serves (a cortex.yaml, a "
+            "model folder)"
+        )
+    if ":" in implementation or "." not in implementation:
+        return implementation
+    module, _, name = implementation.rpartition(".")
+    return f"{module}:{name}"
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        found = yaml.safe_load(path.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise FolderProblem(f"{SETTINGS_FILE} is not readable YAML: {_one_line(exc)}") from None
+    if not isinstance(found, dict) or not all(isinstance(key, str) for key in found):
+        raise FolderProblem(f"{SETTINGS_FILE} must be a mapping of settings")
+    return found
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FolderProblem(f"{MLSERVER_FILE} is not readable JSON: {_one_line(exc)}") from None
+    if not isinstance(found, dict):
+        raise FolderProblem(f"{MLSERVER_FILE} must be a JSON object")
+    return found
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,41 @@
+"""A repository in S3 (moto's server): fetched whole into the model cache and served; a poll serves
+what changed in the bucket; a prefix that is not there stops start-up naming it, leaving nothing in
+the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.dialects.repository.conftest import native, y_of
+from tests.dialects.repository.test_serving import start_fails, status, wait_for
+from tests.servers import serve
+from tests.storage.conftest import Bucket
+
+
+def test_a_repository_in_s3_is_served_and_polled(bucket: Bucket, tmp_path: Path) -> None:
+    bucket.put("models/doubler/model.py", native(2.0).encode())
+    bucket.put("models/scorer/inferd.yaml", b"versions: all\n")
+    bucket.put("models/scorer/1/model.py", native(1.0).encode())
+    bucket.put("models/scorer/2/model.py", native(2.0).encode())
+    uri = f"s3://{bucket.name}/models/"
+    data = tmp_path / "data"
+    with serve(f"--repository={uri}", "--repository-poll", "0.5", "--data-dir", str(data)) as server:
+        url = server.http_url
+        assert sorted(server.models) == ["doubler", "scorer"]
+        assert y_of(url, "doubler", 3.0) == [6.0]
+        assert y_of(url, "scorer/versions/1", 3.0) == [3.0]
+        bucket.put("models/added/model.py", native(7.0).encode())
+        wait_for(lambda: status(url, "added") == 200)
+        assert y_of(url, "added", 1.0) == [7.0]
+        bucket.put("models/doubler/model.py", native(4.0).encode())
+        wait_for(lambda: y_of(url, "doubler", 1.0) == [4.0])
+        log = server.log
+    assert f"model doubler changed from {uri}doubler/" in log
+    assert "model scorer (version 1) changed" not in log  # its files did not change: not reloaded
+
+
+def test_a_missing_prefix_stops_start_up_naming_it_and_caches_nothing(bucket: Bucket, tmp_path: Path) -> None:
+    uri = f"s3://{bucket.name}/nothing-here/"
+    data = tmp_path / "data"
+    assert f"cannot fetch {uri}" in start_fails(f"--repository={uri}", "--data-dir", str(data))
+    assert list((data / "model-cache" / "entries").glob("*")) == []
