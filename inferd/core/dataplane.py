@@ -20,7 +20,7 @@ import numpy as np
 
 from inferd.core import metrics
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
-from inferd.core.limits import Gate
+from inferd.core.limits import Gate, Gates, Limits
 from inferd.core.model import Model
 from inferd.core.registry import ModelEntry, ModelRegistry
 from inferd.core.types import (
@@ -80,13 +80,11 @@ class ModelIndexEntry:
 
 
 class DataPlane:
-    def __init__(
-        self, registry: ModelRegistry, server: ServerMetadata, gates: Mapping[str, Gate] | None = None
-    ) -> None:
+    def __init__(self, registry: ModelRegistry, server: ServerMetadata, gates: Gates | None = None) -> None:
         self.registry = registry
         self.server = server
         #: Models with a concurrency limit or a request timeout; the others run ungated.
-        self.gates = dict(gates or {})
+        self.gates = gates if gates is not None else Gates(lambda name: Limits())
 
     def call(self, name: str, protocol: str, kind: type[M], version: str | None = None) -> ModelCall[M]:
         """A call of model ``name`` over ``protocol``, to enter with ``with``: `ModelNotFound` or
@@ -95,12 +93,12 @@ class DataPlane:
         entry = self.registry.ready_entry(name, version)
         model, metadata = entry.model, entry.metadata
         assert isinstance(model, kind) and metadata is not None
-        return ModelCall(entry, model, metadata, self.gates.get(name), metrics.series(name, protocol))
+        return ModelCall(entry, model, metadata, self.gates[name], metrics.series(name, protocol))
 
     async def run(self, name: str, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()``, a call of model ``name``'s code outside an inference (training, feedback
         to a graph), within that model's concurrency limit and request timeout."""
-        gate = self.gates.get(name)
+        gate = self.gates[name]
         if gate is None:
             return await work()
         return await gate.run(work)

@@ -76,3 +76,17 @@ class Gate:
             return await work()
         finally:
             turns.release()
+
+
+class Gates(dict[str, "Gate | None"]):
+    """Each model's gate by name, made when the model is first called, so a model a repository adds
+    while the server runs is admitted by its own limits too; None for a model without limits."""
+
+    def __init__(self, limits_of: Callable[[str], Limits]) -> None:
+        super().__init__()
+        self._limits_of = limits_of
+
+    def __missing__(self, name: str) -> Gate | None:
+        limits = self._limits_of(name)
+        gate = self[name] = Gate(name, limits) if limits.enabled else None
+        return gate

@@ -14,7 +14,7 @@ from starlette.types import Lifespan
 from inferd import __version__
 from inferd.core.control import SharedControl
 from inferd.core.dataplane import DataPlane
-from inferd.core.limits import Gate
+from inferd.core.limits import Gates
 from inferd.core.model_settings import limits
 from inferd.core.registry import ModelRegistry
 from inferd.core.settings import DialectSettings, ServerSettings, view
@@ -62,9 +62,7 @@ def build_runtime(settings: ServerSettings, dialect: Dialect[Any] | None = None)
     registry = _registry(dialect, own, settings.graceful_timeout)
     for served in dialect.models(own):
         registry.add_served(served)
-    gates = {
-        name: Gate(name, found) for name in registry.names() if (found := limits(settings, name)).enabled
-    }
+    gates = Gates(lambda name: limits(settings, name))
     dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS), gates)
     return Runtime(settings, dialect, own, registry, dataplane)
 

@@ -75,7 +75,7 @@ class ModelCache:
             remove_leftovers(layout)
             key = entry_key(uri, listing.version)
             downloaded = self._pinned(layout, key, remote, listing)
-            self._keys[uri] = key
+            self._repin(uri, key)
             evict(layout, self.max_bytes, keep={key, *self._pins})
         if downloaded:
             MODEL_FETCHED_BYTES.labels(kind).inc(listing.size)
@@ -86,6 +86,14 @@ class ModelCache:
                 listing.version,
             )
         return Fetched(layout.entry(key) / "files" / listing.name, uri, listing.version, not downloaded)
+
+    def _repin(self, uri: str, key: str) -> None:
+        """``uri`` is now ``key``: the version it was fetched as before (a polled repository that
+        changed) is no longer held here, so it can be evicted once no process uses it."""
+        previous = self._keys.get(uri)
+        self._keys[uri] = key
+        if previous is not None and previous != key and previous not in self._keys.values():
+            self._pins.pop(previous).release()
 
     def release(self, uri: str) -> None:
         """Let other processes evict what ``uri`` was fetched as (its files may then go)."""

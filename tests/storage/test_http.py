@@ -76,3 +76,17 @@ def test_a_refused_connection_is_unreachable(cache: ModelCache) -> None:
     url = f"http://127.0.0.1:{free_port()}/m.onnx"
     with pytest.raises(StorageUnreachable, match=f"cannot fetch {re.escape(url)}: cannot connect"):
         cache.fetch(url)
+
+
+def test_a_uri_refetched_at_a_new_version_lets_its_old_version_go(files: FileServer, tmp_path: Path) -> None:
+    """A polled model that changed: this process holds its new version only, so the old one is evicted
+    when the cache needs room."""
+    cache = ModelCache(tmp_path / "cache", max_bytes=250)
+    uri = files.put("/model.onnx", b"a" * 100)
+    cache.fetch(uri)
+    files.put("/model.onnx", b"b" * 100)
+    cache.fetch(uri)
+    cache.fetch(files.put("/other.onnx", b"c" * 100))  # over the limit: the old version goes
+    contents = sorted(path.read_bytes()[:1] for path in (tmp_path / "cache" / "entries").rglob("*.onnx"))
+    assert contents == [b"b", b"c"]
+    cache.close()
