@@ -1,0 +1,451 @@
+"""Content-addressed version bundles: a project folder packed as a deterministic tar.gz, named by the
+sha256 of its bytes and stored once under ``root/sha256/<hex>.tar.gz``.
+
+The same project gives the same digest however it arrives (a folder on this machine, or a tar, tar.gz
+or zip upload such as ABEJA's CLI sends): entries are sorted, times, owners and modes normalised,
+and what a project never needs (``.git``, ``__pycache__``, ``.inferd``, ``*.pyc``) is left out.
+
+An upload is checked before it is trusted. The bytes read and the bytes extracted are counted, never
+taken from what the archive declares, and stop at a cap (`PayloadTooLarge`); every member must stay
+inside the folder (no absolute path, no ``..``, no link leading out, no device file: `InvalidInput`
+naming it). Links are created only after every file is written, so no file is ever written through
+one, and each is then resolved on disk to prove it stays inside. Work happens in a scratch folder in
+``root`` (removed on any outcome), and a bundle appears by an atomic rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gzip
+import hashlib
+import lzma
+import os
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, BinaryIO
+
+from inferd.core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+
+#: Folders and files no bundle holds, at any depth.
+SKIPPED_NAMES = frozenset({".git", "__pycache__", ".inferd"})
+SKIPPED_SUFFIXES = (".pyc",)
+DEFAULT_MAX_MEMBERS = 20_000
+DIGEST_PATTERN = re.compile(r"sha256:([0-9a-f]{64})")
+_CHUNK = 1 << 20
+_MAX_LINK_TARGET = 4096
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+#: What reading a broken archive raises (as opposed to the errors of writing the files it holds).
+_UNREADABLE = (
+    tarfile.TarError,
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    gzip.BadGzipFile,
+    NotImplementedError,  # a zip compression method Python does not read
+    RuntimeError,  # an encrypted zip member
+)
+#: What creating a member's file says when the archive itself is at fault (a path twice, a file
+#: where a folder should be, a name too long).
+_MEMBER_ERRNOS = frozenset({errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP})
+
+
+@dataclass(frozen=True)
+class Bundle:
+    digest: str
+    size: int
+    path: Path
+
+
+class ArtifactStore:
+    """Bundles under ``root``. Uploads may read at most ``max_bytes`` and extract at most
+    ``max_unpacked_bytes`` (``max_bytes`` unless given) in ``max_members`` members."""
+
+    def __init__(
+        self,
+        root: Path,
+        max_bytes: int,
+        max_members: int = DEFAULT_MAX_MEMBERS,
+        max_unpacked_bytes: int | None = None,
+    ) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self.max_members = max_members
+        self.max_unpacked_bytes = max_bytes if max_unpacked_bytes is None else max_unpacked_bytes
+        (root / "sha256").mkdir(parents=True, exist_ok=True)
+
+    def put_folder(self, folder: Path) -> Bundle:
+        """Bundle a project folder of this machine; links leading out of it are left out."""
+        if not folder.is_dir():
+            raise InvalidInput(f"{folder} is not a folder")
+        with self._scratch() as scratch:
+            return self._keep(folder, scratch)
+
+    def put_archive(self, stream: BinaryIO, content_type_or_name: str = "upload") -> Bundle:
+        """Bundle an uploaded tar (plain, gz, bz2, xz) or zip, read from ``stream``, once checked."""
+        with self._scratch() as scratch:
+            upload = scratch / "upload"
+            _receive(stream, upload, self.max_bytes, content_type_or_name)
+            tree = scratch / "tree"
+            limits = _Limits(self.max_unpacked_bytes, self.max_members)
+            _extract(upload, tree, limits, content_type_or_name)
+            return self._keep(tree, scratch)
+
+    def open(self, digest: str) -> Path:
+        """The stored tar.gz of ``digest`` (to send as a download)."""
+        match = DIGEST_PATTERN.fullmatch(digest) if isinstance(digest, str) else None
+        if match is None:
+            raise InvalidInput(f"digest {digest!r} must be 'sha256:' and 64 lowercase hex digits")
+        path = self.root / "sha256" / f"{match[1]}.tar.gz"
+        if not path.is_file():
+            raise NotFound(f"bundle {digest} does not exist")
+        return path
+
+    def __contains__(self, digest: str) -> bool:
+        try:
+            self.open(digest)
+        except (InvalidInput, NotFound):
+            return False
+        return True
+
+    def unpack(self, digest: str, into: Path) -> Path:
+        """Extract a bundle into the folder ``into``, which must not exist or be empty (`Conflict`);
+        it appears whole or not at all."""
+        bundle = self.open(digest)
+        if into.exists() and (not into.is_dir() or any(into.iterdir())):
+            raise Conflict(f"{into} exists already and is not an empty folder")
+        into.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=into.parent))
+        try:
+            _extract(bundle, staging / "tree", _Limits(None, None), digest)
+            (staging / "tree").rename(into)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return into
+
+    @contextlib.contextmanager
+    def _scratch(self) -> Iterator[Path]:
+        scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.root))
+        try:
+            yield scratch
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _keep(self, folder: Path, scratch: Path) -> Bundle:
+        """Pack ``folder`` in ``scratch``, then move it into place unless that content is there already."""
+        packed = scratch / "bundle.tar.gz"
+        with open(packed, "wb") as file:
+            digesting = _Digesting(file)
+            _pack(folder, digesting)
+            file.flush()
+            os.fsync(file.fileno())
+        hex = digesting.hash.hexdigest()
+        path = self.root / "sha256" / f"{hex}.tar.gz"
+        if not path.is_file():
+            os.replace(packed, path)
+        return Bundle(f"sha256:{hex}", digesting.size, path)
+
+
+class _Digesting:
+    """A file being written, hashed and counted on the way."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        self.size += len(data)
+        return self.file.write(data)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+
+# -- packing -----------------------------------------------------------------------------------------
+
+
+def _pack(folder: Path, out: _Digesting) -> None:
+    """Write ``folder`` as a tar.gz whose bytes depend only on the names, contents, executable bits
+    and links inside it (gzip without name or time, PAX tar with zero times and owners)."""
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as compressed,
+        tarfile.open(fileobj=compressed, mode="w", format=tarfile.PAX_FORMAT, encoding="utf-8") as tar,
+    ):
+        for name, path, info in _entries(folder):
+            member = tarfile.TarInfo(name)
+            member.mtime, member.uid, member.gid, member.uname, member.gname = 0, 0, 0, "", ""
+            if isinstance(info, str):
+                member.type, member.mode, member.linkname = tarfile.SYMTYPE, 0o777, info
+                tar.addfile(member)
+            elif stat.S_ISDIR(info.st_mode):
+                member.type, member.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(member)
+            else:
+                member.mode = 0o755 if info.st_mode & stat.S_IXUSR else 0o644
+                member.size = info.st_size
+                with open(path, "rb") as content:
+                    tar.addfile(member, content)
+
+
+def _entries(folder: Path) -> list[tuple[str, Path, os.stat_result | str]]:
+    """Every folder, regular file and inside-pointing link under ``folder`` (sorted by name, skipped
+    names left out), with its stat or, for a link, its target made relative."""
+    top = os.path.realpath(folder)
+    found: list[tuple[str, Path, os.stat_result | str]] = []
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        for entry in os.scandir(os.path.join(top, relative)):
+            name = f"{relative}/{entry.name}" if relative else entry.name
+            if _skipped(entry.name):
+                continue
+            path = Path(top, name)
+            if entry.is_symlink():
+                target = os.path.realpath(path)
+                if _inside(target, top):
+                    found.append((name, path, os.path.relpath(target, os.path.dirname(path))))
+            elif entry.is_dir(follow_symlinks=False):
+                found.append((name, path, entry.stat(follow_symlinks=False)))
+                pending.append(name)
+            elif entry.is_file(follow_symlinks=False):
+                found.append((name, path, entry.stat(follow_symlinks=False)))
+    return sorted(found, key=lambda item: item[0])
+
+
+def _skipped(name: str) -> bool:
+    return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES)
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+# -- receiving and extracting ------------------------------------------------------------------------
+
+
+@dataclass
+class _Limits:
+    """What an archive may hold; ``None`` for no limit (a bundle of this store)."""
+
+    bytes: int | None
+    members: int | None
+    used: int = 0
+
+    def take(self, size: int, label: str) -> None:
+        self.used += size
+        if self.bytes is not None and self.used > self.bytes:
+            raise PayloadTooLarge(f"{label} expands past {self.bytes} bytes")
+
+
+def _receive(stream: BinaryIO, path: Path, max_bytes: int, label: str) -> None:
+    """Copy an upload to ``path``, reading at most one byte past ``max_bytes``."""
+    received = 0
+    with open(path, "wb") as file:
+        while chunk := stream.read(min(_CHUNK, max_bytes + 1 - received)):
+            received += len(chunk)
+            if received > max_bytes:
+                raise PayloadTooLarge(f"{label} is larger than {max_bytes} bytes")
+            file.write(chunk)
+    if not received:
+        raise InvalidInput(f"{label} is empty")
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str
+    kind: str  # "file", "dir", "symlink", "hardlink" or what else it is (refused)
+    executable: bool = False
+    link: str = ""
+    #: The reader's own description of it (a TarInfo or a ZipInfo).
+    source: tarfile.TarInfo | zipfile.ZipInfo | None = None
+
+
+def _extract(archive: Path, into: Path, limits: _Limits, label: str) -> None:
+    """Extract the tar or zip at ``archive`` into the new folder ``into``, checking every member."""
+    into.mkdir()
+    top = os.path.realpath(into)
+    files: set[str] = set()
+    links: list[tuple[str, str, str]] = []
+    try:
+        with _Reader(archive, limits, label) as reader:
+            for member in reader.members():
+                relative = _member_path(member.name)
+                if relative is None or any(_skipped(part) for part in relative.split("/")):
+                    continue
+                with _naming(member.name):
+                    _extract_member(reader, member, relative, into, limits, label, files, links)
+    except _UNREADABLE as exc:
+        raise InvalidInput(f"{label} is not a readable tar or zip archive: {exc}") from None
+    for name, relative, target in links:  # last: no file is ever written through a link
+        with _naming(name):
+            if os.path.realpath(into / os.path.dirname(relative)) != os.path.join(
+                top, os.path.dirname(relative)
+            ).rstrip("/"):
+                raise InvalidInput(f"archive member {_shown(name)} lies under a link")
+            os.symlink(target, into / relative)
+    for name, relative, _ in links:
+        if not _inside(os.path.realpath(into / relative), top):
+            raise InvalidInput(f"archive member {_shown(name)} is a link leading out of the folder")
+
+
+def _extract_member(
+    reader: _Reader,
+    member: _Member,
+    relative: str,
+    into: Path,
+    limits: _Limits,
+    label: str,
+    files: set[str],
+    links: list[tuple[str, str, str]],
+) -> None:
+    path = into / relative
+    if member.kind == "dir":
+        path.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or not path.is_dir():
+            raise InvalidInput(f"archive member {_shown(member.name)} clashes with another")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if member.kind == "symlink":
+        target = member.link
+        if not target or os.path.isabs(target) or "\x00" in target or len(target) > _MAX_LINK_TARGET:
+            raise InvalidInput(f"archive member {_shown(member.name)} is a link leading out of the folder")
+        links.append((member.name, relative, target))
+    elif member.kind == "hardlink":
+        source: str | None = None
+        with contextlib.suppress(InvalidInput):
+            source = _member_path(member.link)
+        if source not in files:
+            raise InvalidInput(
+                f"archive member {_shown(member.name)} is a hard link to {_shown(member.link)}, "
+                "which is no file before it in the archive"
+            )
+        with open(into / source, "rb") as content:
+            _write(content, path, limits, label, executable=os.stat(into / source).st_mode & 0o100 != 0)
+        files.add(relative)
+    elif member.kind == "file":
+        with reader.open(member) as content:
+            _write(content, path, limits, label, member.executable)
+        files.add(relative)
+    else:
+        raise InvalidInput(f"archive member {_shown(member.name)} is a {member.kind}, not a file or folder")
+
+
+def _write(content: IO[bytes], path: Path, limits: _Limits, label: str, executable: bool) -> None:
+    """Copy ``content`` to a new file, counting what is actually read against the limit."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags, 0o755 if executable else 0o644), "wb") as file:
+        while chunk := content.read(_CHUNK):
+            limits.take(len(chunk), label)
+            file.write(chunk)
+
+
+@contextlib.contextmanager
+def _naming(name: str) -> Iterator[None]:
+    """Errors of creating a member's file that come from the archive (a name twice, a file where a
+    folder is) become `InvalidInput` naming the member; a full disk stays what it is."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _MEMBER_ERRNOS:
+            raise
+        raise InvalidInput(f"archive member {_shown(name)} cannot be created: {exc.strerror}") from None
+
+
+def _member_path(name: str) -> str | None:
+    """The member's path inside the folder (``None`` for the folder itself), or `InvalidInput`."""
+    if "\\" in name or "\x00" in name:
+        raise InvalidInput(f"archive member {_shown(name)} has a backslash or NUL in its path")
+    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+        raise InvalidInput(f"archive member {_shown(name)} has an absolute path")
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise InvalidInput(f"archive member {_shown(name)} has '..' in its path")
+    return "/".join(parts) or None
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 200 else name[:200] + "...")
+
+
+class _Reader:
+    """The members of a tar (any compression tarfile reads) or a zip, told apart by their first bytes."""
+
+    def __init__(self, path: Path, limits: _Limits, label: str) -> None:
+        self.limits, self.label = limits, label
+        with open(path, "rb") as file:
+            head = file.read(4)
+        self.zip: zipfile.ZipFile | None = None
+        self.tar: tarfile.TarFile | None = None
+        if head in _ZIP_MAGIC:
+            self.zip = zipfile.ZipFile(path)
+        else:
+            self.tar = tarfile.open(path, "r:*")
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.zip is not None:
+            self.zip.close()
+        if self.tar is not None:
+            self.tar.close()
+
+    def members(self) -> Iterator[_Member]:
+        count = 0
+        for member in self._zip_members() if self.zip is not None else self._tar_members():
+            count += 1
+            if self.limits.members is not None and count > self.limits.members:
+                raise PayloadTooLarge(f"{self.label} has more than {self.limits.members} members")
+            yield member
+
+    def open(self, member: _Member) -> IO[bytes]:
+        if isinstance(member.source, zipfile.ZipInfo) and self.zip is not None:
+            return self.zip.open(member.source)
+        assert isinstance(member.source, tarfile.TarInfo) and self.tar is not None
+        content = self.tar.extractfile(member.source)
+        assert content is not None
+        return content
+
+    def _tar_members(self) -> Iterator[_Member]:
+        assert self.tar is not None
+        for info in self.tar:
+            if info.isreg():
+                yield _Member(info.name, "file", bool(info.mode & 0o100), source=info)
+            elif info.isdir():
+                yield _Member(info.name, "dir")
+            elif info.issym():
+                yield _Member(info.name, "symlink", link=info.linkname)
+            elif info.islnk():
+                yield _Member(info.name, "hardlink", link=info.linkname)
+            else:
+                kinds = {tarfile.CHRTYPE: "character device", tarfile.BLKTYPE: "block device"}
+                yield _Member(info.name, kinds.get(info.type, "fifo" if info.isfifo() else "special file"))
+
+    def _zip_members(self) -> Iterator[_Member]:
+        assert self.zip is not None
+        infos = self.zip.infolist()
+        if self.limits.members is not None and len(infos) > self.limits.members:
+            raise PayloadTooLarge(f"{self.label} has more than {self.limits.members} members")
+        for info in infos:
+            mode = info.external_attr >> 16
+            if info.is_dir():
+                yield _Member(info.filename, "dir")
+            elif stat.S_ISLNK(mode):
+                with self.zip.open(info) as content:
+                    target = content.read(_MAX_LINK_TARGET + 1)
+                yield _Member(info.filename, "symlink", link=target.decode("utf-8", "replace"))
+            elif stat.S_IFMT(mode) in (0, stat.S_IFREG):
+                yield _Member(info.filename, "file", bool(mode & 0o100), source=info)
+            else:
+                yield _Member(info.filename, "device or special file")
