@@ -78,6 +78,10 @@ class Forbidden(InferdError):
     the server's state, or a ``Host`` name a loopback server does not answer to (DNS rebinding)."""
 
 
+class BadGateway(InferdError):
+    """A gateway's upstream could not be reached or broke off its answer."""
+
+
 class InferenceFailed(InferdError):
     """User model code raised; the client only sees a generic message."""
 

@@ -35,6 +35,7 @@ STATUSES: dict[type[BaseException], Status] = {
     errors.Unauthenticated: Status(401, grpc.StatusCode.UNAUTHENTICATED),
     errors.Forbidden: Status(403, grpc.StatusCode.PERMISSION_DENIED),
     errors.InferenceFailed: Status(500, grpc.StatusCode.INTERNAL),
+    errors.BadGateway: Status(502, grpc.StatusCode.UNAVAILABLE),
     errors.InferdError: Status(500, grpc.StatusCode.INTERNAL),
 }
 INTERNAL = Status(500, grpc.StatusCode.INTERNAL)

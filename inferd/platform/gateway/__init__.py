@@ -8,12 +8,11 @@ one of its services, picked by weight, with an optional shadow copy.
 - `serve_gateway` (`server`): the gateway on uvicorn in the caller's event loop.
 """
 
-from inferd.platform.gateway.proxy import BadGateway, Gateway
+from inferd.platform.gateway.proxy import Gateway
 from inferd.platform.gateway.server import GatewayServer, Limits, serve_gateway
 from inferd.platform.gateway.table import EndpointTable, Shadow, Split, Target
 
 __all__ = [
-    "BadGateway",
     "EndpointTable",
     "Gateway",
     "GatewayServer",

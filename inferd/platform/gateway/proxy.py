@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from starlette.types import Message, Receive, Scope, Send
 
-from inferd.core.errors import InferdError, NotFound, PayloadTooLarge, RequestTimeout, Unavailable
+from inferd.core.errors import BadGateway, InferdError, NotFound, PayloadTooLarge, RequestTimeout, Unavailable
 from inferd.platform.gateway import metrics
 from inferd.platform.gateway.table import EndpointTable
 from inferd.platform.gateway.upstream import (
@@ -38,8 +38,7 @@ from inferd.platform.gateway.upstream import (
     UpstreamTimeout,
     connection_tokens,
 )
-from inferd.protocols.json import JSONResponse
-from inferd.protocols.status import error_body
+from inferd.protocols.status import status_of
 from inferd.server.errors import error_response
 
 logger = logging.getLogger("inferd.gateway")
@@ -47,12 +46,7 @@ PREFIX = "/e/"
 #: Request headers not passed on: hop-by-hop ones, ``Host`` (replaced), ``Expect`` (the gateway
 #: answered it), and those the gateway rewrites.
 DROPPED = HOP_BY_HOP | {b"host", b"expect", b"x-forwarded-for"}
-BAD_GATEWAY = 502
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
-
-
-class BadGateway(InferdError):
-    """An endpoint's upstream could not be reached or broke off its answer (answered 502)."""
 
 
 class Gateway:
@@ -202,7 +196,7 @@ class Gateway:
         except UpstreamError as error:  # the answer started: all that is left is to cut it short
             logger.warning("endpoint '%s': %s cut its answer short: %s", name, upstream, error)
             connection.abort()
-            metrics.count_request(name, upstream, BAD_GATEWAY)
+            metrics.count_request(name, upstream, status_of(BadGateway("")).http)
             return
         if complete:
             pool.release(connection)
@@ -295,11 +289,7 @@ class Gateway:
         send: Send,
         upstream: str = "",
     ) -> None:
-        response = (
-            JSONResponse(error_body(error), status_code=BAD_GATEWAY)
-            if isinstance(error, BadGateway)
-            else error_response(error)
-        )
+        response = error_response(error)
         metrics.count_request(name, upstream, response.status_code)
         await response(scope, receive, send)
 
