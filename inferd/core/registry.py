@@ -69,10 +69,6 @@ class ModelEntry:
     #: When the model was last called, on the registry's clock (least recently used is evicted).
     used: int = 0
     idle: asyncio.Event | None = field(default=None, repr=False)
-    #: Held while the model loads: two calls of an unloaded model load it once.
-    loading: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
-    #: Set while the model is being unloaded; done once it is.
-    unloaded: asyncio.Event | None = field(default=None, repr=False)
 
     @property
     def ready(self) -> bool:
@@ -105,10 +101,11 @@ class ModelRegistry:
         self._entries: dict[str, dict[str | None, ModelEntry]] = {}
         self._latest: dict[str, ModelEntry] = {}
         self._clock = itertools.count(1)
-        #: Explicit loads and unloads, and refreshes, run one at a time.
+        #: Loads (on demand or not), explicit unloads and refreshes run one at a time, so room is
+        #: made once per load.
         self._changing = asyncio.Lock()
-        #: Set (and replaced) whenever a load or an unload ends: loads waiting for room look again.
-        self._room = asyncio.Event()
+        #: The entries with a model loaded: what makes room considers.
+        self._loaded: dict[ModelEntry, None] = {}
 
     def add(self, name: str, factory: ModelFactory, version: str | None = None) -> ModelEntry:
         return self.add_served(ServedModel(name, factory, version))
@@ -204,7 +201,7 @@ class ModelRegistry:
         entries = [self.entry(name, version)] if version else self.versions(name)
         for entry in entries:
             entry.held = False
-            async with self._changing, entry.loading:
+            async with self._changing:
                 await self._load(entry)
 
     async def _unload_model(self, name: str, version: str | None = None) -> None:
@@ -223,7 +220,7 @@ class ModelRegistry:
         entry.used = next(self._clock)
         if entry.ready or entry.held:
             return entry
-        async with self._changing, entry.loading:
+        async with self._changing:
             if not entry.ready and not entry.held and self.entry(name, version) is entry:
                 await self._load(entry)
         return entry
@@ -233,7 +230,7 @@ class ModelRegistry:
         if self.max_loaded is not None:
             return
         for entry in self.entries():
-            async with self._changing, entry.loading:
+            async with self._changing:
                 await self._load(entry)
 
     async def unload_all(self) -> None:
@@ -241,30 +238,19 @@ class ModelRegistry:
             await asyncio.gather(*(self._unload(entry) for entry in self.entries()))
 
     async def _load(self, entry: ModelEntry) -> None:
-        """Load ``entry`` (its ``loading`` lock held): once an unload of it in progress is done, and
-        while the models it makes room for are unloaded."""
-        while entry.unloaded is not None:
-            await entry.unloaded.wait()
+        """Load ``entry`` (``_changing`` held), while the models it makes room for are unloaded (each
+        after its calls in flight)."""
         if entry.state is ModelState.READY:
             return
         victims = self._claim_room(entry)
-        while victims is None:  # every slot is taken by a model still loading: wait for one to end
-            await self._room_changed()
-            victims = self._claim_room(entry)
+        if not victims:
+            await self._load_now(entry)
+            return
         unloading = asyncio.gather(*(self._finish_unload(victim) for victim in victims))
         try:
             await self._load_now(entry)
         finally:
-            self._notify_room()
             await unloading
-
-    async def _room_changed(self) -> None:
-        await self._room.wait()
-
-    def _notify_room(self) -> None:
-        """A load or an unload ended: loads waiting for a slot look again."""
-        self._room.set()
-        self._room = asyncio.Event()
 
     async def _load_now(self, entry: ModelEntry) -> None:
         entry.state, entry.reason = ModelState.LOADING, ""
@@ -284,51 +270,41 @@ class ModelRegistry:
             raise ModelLoadError(problem) from exc
         entry.model, entry.metadata, entry.state = model, metadata, ModelState.READY
         entry.used = next(self._clock)
+        self._loaded[entry] = None
         MODEL_LOADS.labels(entry.name, "ok").inc()
         logger.info("model %s loaded in %.2f s", _label(entry), time.perf_counter() - started)
 
-    def _claim_room(self, entry: ModelEntry) -> list[ModelEntry] | None:
+    def _claim_room(self, entry: ModelEntry) -> list[ModelEntry]:
         """The least recently used loaded models to unload so that ``entry`` fits within
-        ``max_loaded``, each marked unloading at once (no call enters it, no other load picks it);
-        None when too few are loaded to make room (the others are loading)."""
+        ``max_loaded``, each marked unloading at once (no call enters it)."""
         if self.max_loaded is None:
             return []
-        taken = [
-            other
-            for other in self.entries()
-            if other is not entry
-            and other.unloaded is None
-            and (other.model is not None or other.state is ModelState.LOADING)
-        ]
+        taken = [other for other in self._loaded if other is not entry]
         excess = len(taken) - self.max_loaded + 1
         if excess <= 0:
             return []
-        loaded = sorted((other for other in taken if other.model is not None), key=lambda other: other.used)
-        if len(loaded) < excess:
-            return None
-        victims = [victim for victim in loaded[:excess] if self._begin_unload(victim)]
+        taken.sort(key=lambda other: other.used)
+        victims = [victim for victim in taken[:excess] if self._begin_unload(victim)]
         for victim in victims:
             logger.info("unloading model %s, the least recently used, to make room", _label(victim))
         return victims
 
     async def _unload(self, entry: ModelEntry) -> None:
-        """Unload ``entry``, or wait for the unload of it already under way."""
         if self._begin_unload(entry):
             await self._finish_unload(entry)
-        elif entry.unloaded is not None:
-            await entry.unloaded.wait()
 
     def _begin_unload(self, entry: ModelEntry) -> bool:
         """Stop admitting calls of ``entry``; False when it has no model or is being unloaded."""
-        if entry.model is None or entry.unloaded is not None:
+        if entry.model is None or entry.state is ModelState.UNLOADING:
             return False
-        entry.state, entry.unloaded = ModelState.UNLOADING, asyncio.Event()
+        entry.state = ModelState.UNLOADING
         return True
 
     async def _finish_unload(self, entry: ModelEntry) -> None:
         """Wait for the calls inside ``entry`` to finish (at most ``drain_seconds``), then unload."""
         await self._drain(entry)
         model, entry.model, entry.metadata = entry.model, None, None
+        self._loaded.pop(entry, None)
         try:
             if model is not None:
                 await resolve(model.unload())
@@ -336,10 +312,6 @@ class ModelRegistry:
             entry.state, entry.reason = ModelState.UNAVAILABLE, UNLOADED
             MODEL_UNLOADS.labels(entry.name).inc()
             logger.info("model %s unloaded", _label(entry))
-            done, entry.unloaded = entry.unloaded, None
-            if done is not None:
-                done.set()
-            self._notify_room()
 
     async def _drain(self, entry: ModelEntry) -> None:
         if entry.inflight == 0:
@@ -399,14 +371,12 @@ class ModelRegistry:
         if old is None:
             entry = self.add_served(served)
             if self.max_loaded is None:
-                async with entry.loading:
-                    await self._load(entry)
+                await self._load(entry)
             return
         fresh = _entry(served)
         fresh.held = old.held
         if old.model is not None or self.max_loaded is None:
-            async with fresh.loading:  # raises, leaving the old entry in place, when the new one fails
-                await self._load(fresh)
+            await self._load(fresh)  # raises, leaving the old entry in place, when the new one fails
         versions[served.version] = fresh
         self._latest[served.name] = versions[max(versions, key=_version_key)]
         logger.info("model %s changed%s; serving its new files", _label(fresh), _from(fresh))
