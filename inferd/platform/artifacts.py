@@ -175,6 +175,12 @@ class _Digesting:
 # -- packing -----------------------------------------------------------------------------------------
 
 
+def pack(folder: Path, out: BinaryIO) -> None:
+    """Write ``folder`` to ``out`` as the bundle the store would keep of it (what ``inferd platform
+    push`` uploads): the same folder gives the same bytes."""
+    _pack(folder, _Digesting(out))
+
+
 def _pack(folder: Path, out: _Digesting) -> None:
     """Write ``folder`` as a tar.gz whose bytes depend only on the names, contents, executable bits
     and links inside it (gzip without name or time, PAX tar with zero times and owners)."""

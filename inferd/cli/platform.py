@@ -1,0 +1,250 @@
+"""``inferd platform``: run the control process (``serve``) and drive it over its HTTP API (every other
+verb). The verbs follow ABEJA's model CLI: a deployment holds versions (``push`` uploads a project
+folder), a service runs a version (``start``/``stop``), an endpoint routes to services by weight
+(``route``). ``--url`` names the control API; ``INFERD_TOKEN`` is sent as its bearer token."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import urllib.parse
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from inferd.cli.common import fail
+from inferd.cli.help import Command, Group
+
+app = typer.Typer(
+    help="Deployments, versions, services and endpoints (the platform).", no_args_is_help=True, cls=Group
+)
+DEFAULT_URL = "http://127.0.0.1:8070"
+API = "/platform/v1"
+UrlOption = Annotated[str, typer.Option("--url", help="The control API (inferd platform serve).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
+
+
+def _call(
+    url: str, method: str, path: str, body: Any = None, form: tuple[list[tuple[str, str]], Path] | None = None
+) -> Any:
+    """One request to the control API; an error answer ends the command with its message."""
+    from inferd import client
+
+    headers = {"accept": "application/json"}
+    token = os.environ.get("INFERD_TOKEN")
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    content = None
+    if body is not None:
+        content, headers["content-type"] = json.dumps(body).encode(), "application/json"
+    if form is not None:
+        fields, archive = form
+        content, headers["content-type"] = client.multipart(fields, {"archive": archive})
+    try:
+        answer = client.send(url, client.Request(method, API + path, headers, content))
+    except client.ClientError as exc:
+        fail(str(exc), code=1)
+    if answer.status >= 400:
+        said = answer.json().get("error") if answer.is_json else answer.body.decode("utf-8", "replace")
+        fail(f"HTTP {answer.status}: {said}", code=1)
+    return answer.json() if answer.body and answer.is_json else None
+
+
+def _show(found: Any, json_output: bool, columns: tuple[str, ...] = ()) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if json_output or not isinstance(found, list):
+        print(json.dumps(found, indent=None if json_output else 2))
+        return
+    table = Table(*columns)
+    for item in found:
+        table.add_row(*(_cell(item.get(column)) for column in columns))
+    Console().print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(
+            f"{item.get('service_id')}={item.get('weight')}" if isinstance(item, dict) else str(item)
+            for item in value
+        )
+    return "-" if value in (None, "") else str(value)
+
+
+def _quoted(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    found = {}
+    for value in values or []:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            fail(f"{what} takes KEY=VALUE, not '{value}'")
+        found[key] = rest
+    return found
+
+
+@app.command(cls=Command)
+def serve(
+    host: Annotated[str, typer.Option(help="Address of the API and the gateway.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port of the control API.")] = 8070,
+    gateway_port: Annotated[int, typer.Option(help="Port of the endpoints' gateway.")] = 8000,
+    data_dir: Annotated[Path, typer.Option(help="Where the platform keeps its state and bundles.")] = Path(
+        ".inferd"
+    ),
+) -> None:
+    """Run the control process: the control API and the endpoints' gateway, until Ctrl+C (the services
+    keep running and are adopted by the next run)."""
+    from inferd.engines.local import run
+    from inferd.platform.process import serve as serve_platform
+    from inferd.platform.settings import PlatformSettings
+    from inferd.server.logging import configure_logging
+
+    settings = PlatformSettings(host=host, port=port, gateway_port=gateway_port, data_dir=data_dir)
+    configure_logging(settings.log_level)
+    run(serve_platform(settings, lambda listening: print(listening.ready_line(), flush=True)))
+
+
+@app.command("create-deployment", cls=Command)
+def create_deployment(
+    name: str, description: str = "", url: UrlOption = DEFAULT_URL, json_output: JsonOption = False
+) -> None:
+    """Create a deployment: a named application holding versions."""
+    _show(_call(url, "POST", "/deployments", {"name": name, "description": description}), json_output)
+
+
+@app.command(cls=Command)
+def deployments(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
+    """List the deployments."""
+    _show(_call(url, "GET", "/deployments"), json_output, ("id", "name", "description", "created_at"))
+
+
+@app.command("delete-deployment", cls=Command)
+def delete_deployment(deployment: str, url: UrlOption = DEFAULT_URL) -> None:
+    """Delete a deployment, its versions and its stopped services."""
+    _call(url, "DELETE", f"/deployments/{_quoted(deployment)}")
+
+
+@app.command(cls=Command)
+def push(
+    deployment: str,
+    folder: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="The project folder.")],
+    label: Annotated[str, typer.Option(help="The version's label (unique in its deployment).")],
+    target: Annotated[str, typer.Option(help="What inferd serve runs inside the folder.")] = ".",
+    dialect: Annotated[str, typer.Option(help="The project's dialect (auto: detect it).")] = "auto",
+    env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE for its services; repeatable.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    json_output: JsonOption = False,
+) -> None:
+    """Upload a project folder as a new version of DEPLOYMENT."""
+    from inferd.platform.artifacts import pack
+
+    with tempfile.TemporaryDirectory(prefix="inferd-push-") as scratch:
+        archive = Path(scratch) / f"{folder.resolve().name}.tar.gz"
+        with archive.open("wb") as out:
+            pack(folder.resolve(), out)
+        fields = [
+            ("label", label),
+            ("target", target),
+            ("dialect", dialect),
+            ("environment", json.dumps(_pairs(env, "--env"))),
+        ]
+        _show(
+            _call(url, "POST", f"/deployments/{_quoted(deployment)}/versions", form=(fields, archive)),
+            json_output,
+        )
+
+
+@app.command(cls=Command)
+def versions(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
+    """List a deployment's versions."""
+    found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/versions")
+    _show(found, json_output, ("id", "label", "digest", "size", "target", "dialect", "created_at"))
+
+
+@app.command(cls=Command)
+def start(
+    deployment: str,
+    version: Annotated[str, typer.Argument(help="The version's id.")],
+    workers: Annotated[int, typer.Option(help="Worker processes of its server.")] = 1,
+    env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE; repeatable.")] = None,
+    url: UrlOption = DEFAULT_URL,
+    json_output: JsonOption = False,
+) -> None:
+    """Start a service running VERSION of DEPLOYMENT."""
+    body = {"version": version, "workers": workers, "environment": _pairs(env, "--env")}
+    _show(_call(url, "POST", f"/deployments/{_quoted(deployment)}/services", body), json_output)
+
+
+@app.command(cls=Command)
+def services(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
+    """List a deployment's services with their state."""
+    found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/services")
+    _show(found, json_output, ("id", "version_id", "state", "port", "restarts", "reason"))
+
+
+@app.command(cls=Command)
+def stop(service: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
+    """Stop a service once its in-flight requests are answered."""
+    _show(_call(url, "POST", f"/services/{_quoted(service)}/stop"), json_output)
+
+
+@app.command("restart", cls=Command)
+def restart(service: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
+    """Start a stopped or failed service again."""
+    _show(_call(url, "POST", f"/services/{_quoted(service)}/start"), json_output)
+
+
+@app.command("delete-service", cls=Command)
+def delete_service(service: str, url: UrlOption = DEFAULT_URL) -> None:
+    """Stop and delete a service."""
+    _call(url, "DELETE", f"/services/{_quoted(service)}")
+
+
+@app.command(cls=Command)
+def logs(
+    service: str,
+    lines: Annotated[int, typer.Option(help="How many lines.")] = 100,
+    url: UrlOption = DEFAULT_URL,
+) -> None:
+    """The last lines of a service's log."""
+    found = _call(url, "GET", f"/services/{_quoted(service)}/logs?lines={lines}")
+    print("\n".join(found["lines"]))
+
+
+@app.command(cls=Command)
+def route(
+    deployment: str,
+    endpoint: Annotated[str, typer.Argument(help="The endpoint's name (its gateway path is /e/NAME/).")],
+    weights: Annotated[list[str], typer.Argument(help="SERVICE=WEIGHT, weights summing to 100.")],
+    shadow: Annotated[
+        str | None, typer.Option(help="SERVICE[:PERCENT] mirrored, its answers dropped.")
+    ] = None,
+    url: UrlOption = DEFAULT_URL,
+    json_output: JsonOption = False,
+) -> None:
+    """Create or switch an endpoint: requests split by weight over the services (canary, blue/green)."""
+    routes = []
+    for service, weight in _pairs(weights, "a weight").items():
+        if not weight.isdigit():
+            fail(f"the weight of {service} must be a whole number from 0 to 100, not '{weight}'")
+        routes.append({"service": service, "weight": int(weight)})
+    body: dict[str, Any] = {"routes": routes}
+    if shadow:
+        name, _, percent = shadow.partition(":")
+        body["shadow"] = {"service": name, "percent": int(percent or 100)}
+    _show(
+        _call(url, "PUT", f"/deployments/{_quoted(deployment)}/endpoints/{_quoted(endpoint)}", body),
+        json_output,
+    )
+
+
+@app.command(cls=Command)
+def endpoints(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
+    """List a deployment's endpoints with their weights."""
+    found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/endpoints")
+    _show(found, json_output, ("id", "name", "routes", "shadow_service_id", "shadow_percent"))

@@ -1,0 +1,32 @@
+"""The control process's HTTP app: the control API behind the server's own middleware (request ids and
+body limit, the ``Host`` check, bearer tokens) and the cross-site rule on every route that changes
+state."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from inferd.platform.api.routes import ControlAPI, routes
+from inferd.platform.manager import Platform
+from inferd.platform.settings import PlatformSettings
+from inferd.server.auth import BearerAuth, open_routes, tokens_of
+from inferd.server.errors import EXCEPTION_HANDLERS
+from inferd.server.middleware import RequestContext
+from inferd.server.origins import HostCheck, OriginPolicy, guard_control_routes, host_policy
+
+
+def create_control_app(platform: Platform, settings: PlatformSettings) -> Starlette:
+    table = routes(ControlAPI(platform, settings.max_bundle_size))
+    guard_control_routes(table, OriginPolicy(settings.allowed_origins))
+    # the body limit is the bundle's: an archive upload is the largest body the API takes
+    middleware = [
+        Middleware(RequestContext, max_body_size=settings.max_bundle_size, access_log=settings.access_log)
+    ]
+    policy = host_policy(settings)
+    if policy is not None:
+        middleware.append(Middleware(HostCheck, policy=policy))
+    tokens = tokens_of(settings)
+    if tokens is not None:
+        middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(())))
+    return Starlette(routes=table, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)

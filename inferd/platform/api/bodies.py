@@ -1,0 +1,74 @@
+"""Request bodies of the control API, validated by pydantic (unknown fields refused), and the JSON
+form of each record."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inferd.core.errors import InvalidInput
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewDeployment(Body):
+    name: str
+    description: str = ""
+
+
+class NewService(Body):
+    version: str = Field(description="The id of the version to run")
+    workers: int = Field(1, ge=1, le=64)
+    environment: dict[str, str] = Field(default_factory=dict)
+
+
+class RouteBody(Body):
+    service: str
+    weight: int = Field(ge=0, le=100)
+
+
+class ShadowBody(Body):
+    service: str
+    percent: int = Field(100, ge=0, le=100)
+
+
+class EndpointBody(Body):
+    routes: list[RouteBody] = Field(min_length=1)
+    shadow: ShadowBody | None = None
+
+
+def parse(model: type[Body], raw: bytes) -> Any:
+    try:
+        return model.model_validate_json(raw or b"{}")
+    except ValueError as exc:
+        raise InvalidInput(f"invalid request body: {_said(exc)}") from None
+
+
+def _said(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if errors is None:
+        return str(exc)
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in errors(include_url=False)
+    )
+
+
+def record(value: Any) -> Any:
+    """A record (or a list of them) as JSON values: enums by value, times in ISO 8601."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: record(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [record(item) for item in value]
+    if isinstance(value, dict):
+        return {key: record(item) for key, item in value.items()}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value

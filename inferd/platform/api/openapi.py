@@ -1,0 +1,121 @@
+"""The OpenAPI 3 document of the control API, at ``GET /platform/v1/openapi.json``: request bodies from
+their pydantic models, records as objects, errors as inferd's ``{"error": ...}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inferd.platform.api.bodies import EndpointBody, NewDeployment, NewService
+
+PREFIX = "/platform/v1"
+_ERROR = {
+    "description": "what was wrong",
+    "content": {
+        "application/json": {"schema": {"type": "object", "properties": {"error": {"type": "string"}}}}
+    },
+}
+_RECORD = {"type": "object"}
+_BODIES = {model.__name__: model for model in (NewDeployment, NewService, EndpointBody)}
+_VERSION_FORM = {
+    "multipart/form-data": {
+        "schema": {
+            "type": "object",
+            "required": ["archive", "label"],
+            "properties": {
+                "archive": {"type": "string", "format": "binary", "description": "tar, tar.gz or zip"},
+                "label": {"type": "string"},
+                "target": {"type": "string", "default": "."},
+                "dialect": {"type": "string", "default": "auto"},
+                "environment": {"type": "string", "description": "a JSON object of strings"},
+            },
+        }
+    }
+}
+
+#: (path, method, summary, request body: a model name, "form" or None, success status, list answer)
+OPERATIONS: list[tuple[str, str, str, str | None, int, bool]] = [
+    ("/deployments", "get", "List deployments", None, 200, True),
+    ("/deployments", "post", "Create a deployment", "NewDeployment", 201, False),
+    ("/deployments/{deployment}", "get", "A deployment (by id or name)", None, 200, False),
+    ("/deployments/{deployment}", "delete", "Delete a deployment and its versions", None, 204, False),
+    ("/deployments/{deployment}/versions", "get", "List a deployment's versions", None, 200, True),
+    (
+        "/deployments/{deployment}/versions",
+        "post",
+        "Upload a version (a project archive)",
+        "form",
+        201,
+        False,
+    ),
+    ("/deployments/{deployment}/services", "get", "List a deployment's services", None, 200, True),
+    ("/deployments/{deployment}/services", "post", "Start a service of a version", "NewService", 201, False),
+    ("/deployments/{deployment}/endpoints", "get", "List a deployment's endpoints", None, 200, True),
+    (
+        "/deployments/{deployment}/endpoints/{name}",
+        "put",
+        "Create or switch an endpoint",
+        "EndpointBody",
+        200,
+        False,
+    ),
+    ("/versions/{version}", "get", "A version", None, 200, False),
+    ("/versions/{version}", "delete", "Delete a version no service uses", None, 204, False),
+    ("/versions/{version}/archive", "get", "Download a version's bundle (tar.gz)", None, 200, False),
+    ("/services/{service}", "get", "A service, with its state", None, 200, False),
+    ("/services/{service}", "delete", "Stop and delete a service", None, 204, False),
+    ("/services/{service}/start", "post", "Start a stopped or failed service", None, 200, False),
+    ("/services/{service}/stop", "post", "Stop a service (after its in-flight requests)", None, 200, False),
+    ("/services/{service}/logs", "get", "The last lines of a service's log", None, 200, False),
+    ("/endpoints/{endpoint}", "get", "An endpoint, with its weights", None, 200, False),
+    ("/endpoints/{endpoint}", "delete", "Delete an endpoint", None, 204, False),
+]
+
+
+def _operation(path: str, summary: str, body: str | None, status: int, many: bool) -> dict[str, Any]:
+    schema = {"type": "array", "items": _RECORD} if many else _RECORD
+    success = (
+        {"description": "done"}
+        if status == 204
+        else {
+            "description": "the record",
+            "content": {"application/json": {"schema": schema}},
+        }
+    )
+    operation: dict[str, Any] = {
+        "summary": summary,
+        "parameters": [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in (part[1:-1] for part in path.split("/") if part.startswith("{"))
+        ],
+        "responses": {str(status): success, "4XX": _ERROR},
+    }
+    if body == "form":
+        operation["requestBody"] = {"required": True, "content": _VERSION_FORM}
+    elif body is not None:
+        reference = {"$ref": f"#/components/schemas/{body}"}
+        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": reference}}}
+    return operation
+
+
+def document() -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for path, method, summary, body, status, many in OPERATIONS:
+        paths.setdefault(PREFIX + path, {})[method] = _operation(path, summary, body, status, many)
+    schemas: dict[str, Any] = {}
+    for name, model in _BODIES.items():
+        found = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(found.pop("$defs", {}))
+        schemas[name] = found
+    return {
+        "openapi": "3.0.3",
+        "info": {"title": "inferd platform control API", "version": "1"},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+DOCUMENT = document()

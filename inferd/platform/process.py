@@ -1,0 +1,119 @@
+"""The control process (``inferd platform serve``): the control API and the endpoints' gateway on one
+event loop, over the platform's state in ``DATA_DIR/platform``.
+
+At start it re-adopts the services its previous run left running (or starts them again) and gives the
+gateway every endpoint; on SIGTERM or Ctrl+C it stops accepting, lets in-flight requests finish, and
+leaves the services running for the next control process to adopt (`inferd platform services stop`
+stops one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import uvicorn
+
+from inferd.engines.connections import ConnectionLimits, limited_protocol
+from inferd.engines.sockets import bind_http, port_of
+from inferd.platform.api.app import create_control_app
+from inferd.platform.artifacts import ArtifactStore
+from inferd.platform.gateway import EndpointTable
+from inferd.platform.gateway.server import Limits, serve_gateway
+from inferd.platform.manager import Platform
+from inferd.platform.settings import PlatformSettings
+from inferd.platform.store import Store
+from inferd.server.auth import tokens_of
+
+logger = logging.getLogger("inferd.platform")
+
+
+@dataclass(frozen=True)
+class Listening:
+    """Where the control process answers, as its ready line says."""
+
+    host: str
+    api_port: int
+    gateway_port: int
+
+    def ready_line(self) -> str:
+        return (
+            f"inferd platform ready: api=http://{self.host}:{self.api_port}/platform/v1 "
+            f"gateway=http://{self.host}:{self.gateway_port}/e/"
+        )
+
+
+def open_platform(settings: PlatformSettings) -> Platform:
+    root = (settings.data_dir / "platform").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    store = Store(root / "platform.sqlite")
+    artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size)
+    return Platform(store, artifacts, EndpointTable(), root)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: this process stops the API and the gateway together."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None]) -> None:
+    platform = open_platform(settings)
+    await platform.restore()
+    tokens = tokens_of(settings)
+    limits = Limits(
+        settings.max_body_size,
+        settings.max_header_size,
+        settings.header_timeout,
+        settings.keep_alive_timeout,
+        settings.max_connections,
+        settings.graceful_timeout,
+    )
+    upstream_token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
+    gateway = await serve_gateway(
+        platform.table,
+        settings.host,
+        settings.gateway_port,
+        tokens=tokens,
+        limits=limits,
+        upstream_token=upstream_token,
+    )
+    sock = bind_http(settings.host, settings.port)
+    connection_limits = ConnectionLimits(
+        settings.header_timeout, settings.max_header_size, settings.max_connections
+    )
+    api = _Server(
+        uvicorn.Config(
+            create_control_app(platform, settings),
+            http=limited_protocol(connection_limits),
+            ws="none",
+            loop="none",
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            timeout_graceful_shutdown=int(settings.graceful_timeout),
+        )
+    )
+    task = asyncio.create_task(api.serve(sockets=[sock]))
+    while not api.started and not task.done():
+        await asyncio.sleep(0.01)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        if api.started:
+            on_ready(Listening(settings.host, port_of(sock), gateway.port))
+            await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        api.should_exit = True
+        await asyncio.gather(task, gateway.stop(), return_exceptions=True)
+        platform.detach()
+        platform.store.close()
+        logger.info("platform stopped; its services keep running for the next control process")

@@ -1,0 +1,25 @@
+"""The settings of ``inferd platform serve``: the server's (where the control API listens, tokens,
+origins, hosts, body and upload limits, data folder) and the platform's own, read like every other
+setting from ``INFERD_*`` variables."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from inferd.core.settings import ServerSettings
+
+
+class PlatformSettings(ServerSettings):
+    """The control process: its API on ``port``, its endpoints' gateway on ``gateway_port``."""
+
+    port: int = Field(8070, ge=0, le=65535)
+    """Port of the control API (``/platform/v1``) and the console page."""
+
+    gateway_port: int = Field(8000, ge=0, le=65535)
+    """Port of the gateway: endpoint ``NAME`` answers under ``/e/NAME/``."""
+
+    max_bundle_size: int = Field(512 * 1024 * 1024, ge=1)
+    """Largest version archive (bytes) an upload may hold, packed or unpacked."""
+
+    service_stop_grace: float = Field(30.0, ge=0)
+    """How long a stopped service may take to answer what it holds before it is killed."""

@@ -1,0 +1,250 @@
+"""The platform end to end: ``inferd platform serve`` as its own process, driven by the ``inferd
+platform`` verbs and its HTTP API: a deployment, two versions pushed from project folders, a service of
+each, an endpoint switched from one to the other under load with no failed request, the control process
+restarted with its services adopted, and the errors of bad requests."""
+
+from __future__ import annotations
+
+import io
+import re
+import signal
+import subprocess
+import tarfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.servers import ROOT, inferd_command, with_this_tree
+
+READY = re.compile(r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/")
+REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
+
+
+@dataclass
+class Control:
+    process: subprocess.Popen[str]
+    api: str
+    gateway: str
+
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(method, self.api + path, timeout=60, **kwargs)
+
+    def verb(self, *args: str) -> subprocess.CompletedProcess[str]:
+        command = inferd_command("platform", *args, "--url", self.api.removesuffix("/platform/v1"))
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=120, env=with_this_tree({}), cwd=ROOT
+        )
+
+
+@contextmanager
+def control(data: Path) -> Iterator[Control]:
+    command = inferd_command(
+        "platform", "serve", "--port", "0", "--gateway-port", "0", "--data-dir", str(data)
+    )
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=with_this_tree({"PATH": "/usr/bin:/bin"}),
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    drain = threading.Thread(target=process.stdout.read, daemon=True)
+    try:
+        for line in process.stdout:
+            match = READY.search(line)
+            if match:
+                break
+        else:
+            raise AssertionError(f"the control process exited with {process.wait()}")
+        drain.start()
+        yield Control(process, match["api"], match["gateway"])
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        if drain.is_alive():
+            drain.join(10)
+        process.stdout.close()
+
+
+def project(folder: Path, factor: float) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "inferd.yaml").write_text("name: scale\n")
+    (folder / "model.py").write_text(
+        textwrap.dedent(f"""
+            import inferd
+
+            class Scale(inferd.Model):
+                def predict(self, inputs):
+                    return {{"y": inputs["x"] * {factor}}}
+        """)
+    )
+    return folder
+
+
+def wait_state(running: Control, service: str, state: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = running.call("GET", f"/services/{service}").json()
+        if found["state"] == state:
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+
+
+def through(running: Control, endpoint: str = "main") -> float:
+    answer = httpx.post(f"{running.gateway}/e/{endpoint}/v2/models/scale/infer", json=REQUEST, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return float(answer.json()["outputs"][0]["data"][0])
+
+
+class Load:
+    """Requests through the gateway from a thread, keeping every answer that was not 200."""
+
+    def __init__(self, running: Control) -> None:
+        self.running, self.answers, self.failures = running, [], []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        with httpx.Client(timeout=30) as http:
+            while not self.stop.is_set():
+                answer = http.post(f"{self.running.gateway}/e/main/v2/models/scale/infer", json=REQUEST)
+                if answer.status_code == 200:
+                    self.answers.append(answer.json()["outputs"][0]["data"][0])
+                else:
+                    self.failures.append(answer.text)
+
+
+def test_deploy_switch_and_adopt(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with control(data) as running:
+        assert running.verb("create-deployment", "iris").returncode == 0
+        versions = []
+        for label, factor in (("1.0", 1.0), ("2.0", 2.0)):
+            pushed = running.verb(
+                "push", "iris", str(project(tmp_path / label, factor)), "--label", label, "--json"
+            )
+            assert pushed.returncode == 0, pushed.stderr
+            versions.append(__import__("json").loads(pushed.stdout)["id"])
+        services = []
+        for version in versions:
+            created = running.call("POST", "/deployments/iris/services", json={"version": version})
+            assert created.status_code == 201, created.text
+            services.append(created.json()["id"])
+        first, second = (wait_state(running, service, "running") for service in services)
+        assert first["port"] != second["port"]
+
+        assert running.verb("route", "iris", "main", f"{services[0]}=100").returncode == 0
+        assert through(running) == 1.0
+        load = Load(running)
+        load.thread.start()
+        time.sleep(0.5)
+        switched = running.verb("route", "iris", "main", f"{services[0]}=0", f"{services[1]}=100")
+        assert switched.returncode == 0, switched.stderr
+        time.sleep(0.5)
+        load.stop.set()
+        load.thread.join(30)
+        assert load.failures == [] and 1.0 in load.answers and load.answers[-1] == 2.0
+        assert through(running) == 2.0
+
+        stopped = running.call("POST", f"/services/{services[0]}/stop")
+        assert stopped.status_code == 200 and stopped.json()["state"] == "stopped"
+        refused = running.call("POST", f"/services/{services[1]}/stop")
+        assert refused.status_code == 409 and "endpoint" in refused.json()["error"]
+        pid = running.call("GET", f"/services/{services[1]}").json()["pid"]
+
+    with control(data) as again:  # a new control process adopts the running service
+        adopted = wait_state(again, services[1], "running")
+        assert adopted["pid"] == pid
+        assert through(again) == 2.0
+        assert again.call("GET", f"/services/{services[0]}").json()["state"] == "stopped"
+        listed = again.verb("services", "iris")
+        assert services[1] in listed.stdout and "running" in listed.stdout
+        logs = again.call("GET", f"/services/{services[1]}/logs").json()["lines"]
+        assert any("inferd ready" in line for line in logs)
+        again.call(
+            "PUT",
+            "/deployments/iris/endpoints/main",
+            json={"routes": [{"service": services[1], "weight": 100}]},
+        )
+        assert (
+            again.call(
+                "DELETE", f"/endpoints/{again.call('GET', '/deployments/iris/endpoints').json()[0]['id']}"
+            ).status_code
+            == 204
+        )
+        assert again.call("DELETE", f"/services/{services[1]}").status_code == 204
+
+
+def archive_with(name: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        member = tarfile.TarInfo(name)
+        member.size = 1
+        tar.addfile(member, io.BytesIO(b"x"))
+    return buffer.getvalue()
+
+
+def test_bad_requests_get_clear_errors_and_change_nothing(tmp_path: Path) -> None:
+    with control(tmp_path / "data") as running:
+        assert running.call("POST", "/deployments", json={"name": "iris"}).status_code == 201
+        assert running.call("POST", "/deployments", json={"name": "iris"}).status_code == 409
+        assert running.call("POST", "/deployments", json={"nme": "x"}).status_code == 400
+        missing = running.call("GET", "/deployments/nope")
+        assert missing.status_code == 404 and "nope" in missing.json()["error"]
+        hostile = running.call(
+            "POST",
+            "/deployments/iris/versions",
+            data={"label": "evil"},
+            files={"archive": ("evil.tar.gz", archive_with("../evil.py"))},
+        )
+        assert hostile.status_code == 400 and "evil.py" in hostile.json()["error"]
+        assert running.call("GET", "/deployments/iris/versions").json() == []
+        weights = running.call(
+            "PUT",
+            "/deployments/iris/endpoints/main",
+            json={"routes": [{"service": "svc-000000000000", "weight": 90}]},
+        )
+        assert weights.status_code in (400, 404), weights.text
+        foreign = running.call(
+            "POST", "/deployments", json={"name": "x"}, headers={"origin": "http://evil.example"}
+        )
+        assert foreign.status_code == 403
+        assert running.call("GET", "/openapi.json").json()["paths"]["/platform/v1/deployments"]["post"]
+        assert not (tmp_path / "evil.py").exists()
+
+
+@pytest.mark.parametrize("weights", [[60, 30]])
+def test_weights_must_sum_to_100(tmp_path: Path, weights: list[int]) -> None:
+    with control(tmp_path / "data") as running:
+        running.call("POST", "/deployments", json={"name": "iris"})
+        folder = project(tmp_path / "p", 1.0)
+        pushed = running.verb("push", "iris", str(folder), "--label", "1", "--json")
+        version = __import__("json").loads(pushed.stdout)["id"]
+        services = [
+            running.call("POST", "/deployments/iris/services", json={"version": version}).json()["id"]
+            for _ in weights
+        ]
+        for service in services:
+            wait_state(running, service, "running")
+        body = {
+            "routes": [
+                {"service": service, "weight": weight}
+                for service, weight in zip(services, weights, strict=True)
+            ]
+        }
+        refused = running.call("PUT", "/deployments/iris/endpoints/main", json=body)
+        assert refused.status_code == 400 and "90" in refused.json()["error"]
+        assert running.call("GET", "/deployments/iris/endpoints").json() == []
+        for service in services:
+            assert running.call("DELETE", f"/services/{service}").status_code == 204
