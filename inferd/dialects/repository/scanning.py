@@ -153,7 +153,13 @@ class Scanner:
         except ValidationError as exc:
             raise FolderProblem(f"invalid settings: {_validation(exc)}") from None
         return tuple(
-            replace(served, version=version or served.version, source=label, fingerprint=fingerprint)
+            replace(
+                served,
+                version=version or served.version,
+                source=label,
+                fingerprint=fingerprint,
+                dialect=dialect.name,
+            )
             for served in dialect.models(own)
         )
 

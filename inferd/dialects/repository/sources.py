@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +55,16 @@ class StorageSource:
 
     def scan(self) -> Scan:
         with self._lock:
-            root = self._cache.fetch(self.uri).path
-            if not root.is_dir():
+            fetched = self._cache.fetch(self.uri)
+            if not fetched.path.is_dir():
                 raise ModelLoadError(
                     f"model repository {self.uri} is one object, not a prefix of model folders"
                 )
             base = self.uri.rstrip("/")
-            return self._scanner.scan(root, lambda folder: f"{base}/{folder.name}/")
+            scan = self._scanner.scan(fetched.path, lambda folder: f"{base}/{folder.name}/")
+        how = "found in the model cache" if fetched.from_cache else "downloaded"
+        cache = f"{how}, version {fetched.version}"
+        return Scan(tuple(replace(served, cache=cache) for served in scan.models), scan.problems)
 
     def scan_model(self, name: str) -> Scan:
         return only(self.scan(), name, self.uri)

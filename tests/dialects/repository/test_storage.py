@@ -4,11 +4,14 @@ the cache."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+import httpx
 
 from tests.dialects.repository.conftest import native, y_of
 from tests.dialects.repository.test_serving import start_fails, status, wait_for
-from tests.servers import serve
+from tests.servers import inferd_command, serve, with_this_tree
 from tests.storage.conftest import Bucket
 
 
@@ -24,6 +27,22 @@ def test_a_repository_in_s3_is_served_and_polled(bucket: Bucket, tmp_path: Path)
         assert sorted(server.models) == ["doubler", "scorer"]
         assert y_of(url, "doubler", 3.0) == [6.0]
         assert y_of(url, "scorer/versions/1", 3.0) == [3.0]
+        listed = {
+            (model["name"], model["version"]): model
+            for model in httpx.get(f"{url}/inferd/api/models").json()["models"]
+        }
+        doubler = listed[("doubler", None)]
+        assert doubler["source"] == f"{uri}doubler/" and doubler["dialect"] == "native"
+        assert doubler["cache"].startswith("downloaded, version sha256:")
+        assert listed[("scorer", "2")]["state"] == "READY"
+        shown = subprocess.run(
+            inferd_command("models", "--url", url),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=with_this_tree({}),
+        ).stdout
+        assert f"{uri}doubler/" in shown and "downloaded" in shown
         bucket.put("models/added/model.py", native(7.0).encode())
         wait_for(lambda: status(url, "added") == 200)
         assert y_of(url, "added", 1.0) == [7.0]
