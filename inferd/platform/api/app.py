@@ -1,11 +1,14 @@
-"""The control process's HTTP app: the control API behind the server's own middleware (request ids and
-body limit, the ``Host`` check, bearer tokens) and the cross-site rule on every route that changes
-state."""
+"""The control process's HTTP app: every family of routes (the control API; the ABEJA-compatible API,
+the console page... as they join `FAMILIES`) behind the server's own middleware (request ids and body
+limit, the ``Host`` check, bearer tokens) and the cross-site rule on every route that changes state."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.routing import BaseRoute
 
 from inferd.platform.api.routes import ControlAPI, routes
 from inferd.platform.manager import Platform
@@ -15,14 +18,25 @@ from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
 from inferd.server.origins import HostCheck, OriginPolicy, guard_control_routes, host_policy
 
+Family = Callable[[Platform, PlatformSettings], list[BaseRoute]]
+
+
+def control_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:
+    return routes(ControlAPI(platform, settings.max_bundle_size))
+
+
+#: The route families the control process serves, in the order they are tried.
+FAMILIES: tuple[Family, ...] = (control_routes,)
+
 
 def create_control_app(platform: Platform, settings: PlatformSettings) -> Starlette:
-    table = routes(ControlAPI(platform, settings.max_bundle_size))
+    table = [route for family in FAMILIES for route in family(platform, settings)]
     guard_control_routes(table, OriginPolicy(settings.allowed_origins))
     # the body limit is the bundle's: an archive upload is the largest body the API takes
-    middleware = [
-        Middleware(RequestContext, max_body_size=settings.max_bundle_size, access_log=settings.access_log)
-    ]
+    context = Middleware(
+        RequestContext, max_body_size=settings.max_bundle_size, access_log=settings.access_log
+    )
+    middleware = [context]
     policy = host_policy(settings)
     if policy is not None:
         middleware.append(Middleware(HostCheck, policy=policy))
