@@ -68,7 +68,10 @@ class ModelCall(Generic[M]):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._series.end(self._started, self.ok and kind is None)
-        self._entry.leave()
+        entry = self._entry
+        entry.inflight -= 1
+        if entry.idle is not None and entry.inflight == 0:  # the last call out wakes a waiting unload
+            entry.idle.set()
 
 
 @dataclass(frozen=True)

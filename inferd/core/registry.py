@@ -74,12 +74,6 @@ class ModelEntry:
     def ready(self) -> bool:
         return self.state is ModelState.READY and self.model is not None and self.model.ready()
 
-    def leave(self) -> None:
-        """A call has left the model: the last one wakes an unload waiting to drain it."""
-        self.inflight -= 1
-        if self.inflight == 0 and self.idle is not None:
-            self.idle.set()
-
 
 class ModelRegistry:
     """The models a process serves. ``source``: a model repository to reconcile with; ``max_loaded``:
