@@ -30,6 +30,8 @@ logger = logging.getLogger("inferd.registry")
 
 __all__ = ["ModelEntry", "ModelFactory", "ModelRegistry", "ModelState", "ServedModel"]
 
+#: A model that loaded within this many seconds loads on the event loop the next time.
+QUICK_LOAD = 0.005
 #: How often a worker looks for the loads and unloads another worker answered.
 FOLLOW_SECONDS = 0.5
 #: Why a model that was never loaded is not ready (a multiplexed model before its first call).
@@ -66,6 +68,8 @@ class ModelEntry:
     held: bool = False
     #: Calls inside the model now (`inferd.core.dataplane.ModelCall`); unloading waits for them.
     inflight: int = 0
+    #: How long its last load took (None: never loaded here).
+    load_seconds: float | None = None
     #: When the model was last called, on the registry's clock (least recently used is evicted).
     used: int = 0
     idle: asyncio.Event | None = field(default=None, repr=False)
@@ -236,11 +240,16 @@ class ModelRegistry:
         after its calls in flight)."""
         if entry.state is ModelState.READY:
             return
-        victims = self._claim_room(entry)
-        if not victims:
+        draining = []
+        for victim in self._claim_room(entry):
+            if victim.inflight:  # unloaded beside the load, once its calls are answered
+                draining.append(self._finish_unload(victim))
+            else:
+                await self._finish_unload(victim)
+        if not draining:
             await self._load_now(entry)
             return
-        unloading = asyncio.gather(*(self._finish_unload(victim) for victim in victims))
+        unloading = asyncio.gather(*draining)
         try:
             await self._load_now(entry)
         finally:
@@ -252,9 +261,7 @@ class ModelRegistry:
         try:
             model = entry.factory()
             model.name, model.version = entry.name, entry.version
-            # Off the event loop: models the server already serves keep answering while one loads
-            # (a repository's polls and loads, multiplexed models loading on their first call).
-            await resolve(await asyncio.to_thread(model.load))
+            await resolve(await self._run_load(entry, model))
             metadata = model.metadata()
         except Exception as exc:
             logger.exception("loading model %s failed", _label(entry))
@@ -263,10 +270,20 @@ class ModelRegistry:
             problem = f"model '{entry.name}' failed to load{_from(entry)}: {entry.reason}"
             raise ModelLoadError(problem) from exc
         entry.model, entry.metadata, entry.state = model, metadata, ModelState.READY
+        entry.load_seconds = time.perf_counter() - started
         entry.used = next(self._clock)
         self._loaded[entry] = None
         MODEL_LOADS.labels(entry.name, "ok").inc()
         logger.info("model %s loaded in %.2f s", _label(entry), time.perf_counter() - started)
+
+    @staticmethod
+    async def _run_load(entry: ModelEntry, model: Model) -> object:
+        """``model.load()`` off the event loop, so the models already served keep answering while one
+        loads (a repository's polls, a multiplexed model's first call); on the loop when this model
+        loaded within `QUICK_LOAD` seconds before, where the hop to a thread would cost more."""
+        if entry.load_seconds is not None and entry.load_seconds < QUICK_LOAD:
+            return model.load()
+        return await asyncio.to_thread(model.load)
 
     def _claim_room(self, entry: ModelEntry) -> list[ModelEntry]:
         """The least recently used loaded models to unload so that ``entry`` fits within
