@@ -18,6 +18,7 @@ import pytest
 import tritonclient.http as httpclient
 
 from tests.dialects.repository.conftest import (
+    CORTEX_ADDER,
     SELDON_ECHO,
     answer,
     cortex_folder,
@@ -259,3 +260,20 @@ def test_a_missing_repository_or_unknown_scheme_stops_start_up_naming_it(tmp_pat
     )
     message = start_fails("--repository", "ftp://host/models/", "--data-dir", str(tmp_path / "data"))
     assert "cannot fetch ftp://host/models/: unknown scheme 'ftp://'" in message
+
+
+def test_a_corrupt_model_file_is_refused_naming_model_and_folder_and_the_rest_serve(tmp_path: Path) -> None:
+    """At start-up a corrupt ONNX file stops the server naming its model and folder; added under a
+    poll, it is logged the same way and the models already served keep answering."""
+    root = tmp_path / "models"
+    write(root / "fine", {"model.py": native(1.0)})
+    corrupt = {"cortex.yaml": CORTEX_ADDER, "adder.onnx": b"\x08\x01 this is not a protobuf"}
+    write(root / "adder", corrupt)
+    message = start_fails("--repository", str(root))
+    assert "adder" in message and str(root / "adder") in message
+    shutil.rmtree(root / "adder")
+    with serve(f"--repository={root}", "--repository-poll", "0.3") as server:
+        write(root / "adder", corrupt)
+        server.wait_for_log(str(root / "adder"), timeout=15)
+        assert y_of(server.http_url, "fine", 2.0) == [2.0]
+        assert status(server.http_url, "adder") in (404, 503)
