@@ -1,0 +1,177 @@
+"""HAProxy as a data path: the process, its configuration, and route changes.
+
+A weight change of a service an endpoint already routes to is one runtime command; a service new to
+the endpoint is added as a dynamic server, one leaving it is put in maintenance (it takes nothing
+new) and deleted once drained. A new or removed endpoint (a backend) needs a new configuration: the
+file is written and the master reloads, the listening socket passed to the new worker, so nothing is
+refused meanwhile. The configuration is always written from the current routes, so a reload keeps
+every change the runtime API made. Shadow traffic is the embedded gateway's only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from inferd.core.errors import InvalidInput
+from inferd.platform.datapath import Routes, ShadowRoute
+from inferd.platform.haproxy.config import Frontend, backend_name, render, server_name
+from inferd.platform.haproxy.runtime import RuntimeAPI
+
+logger = logging.getLogger("inferd.platform.haproxy")
+POLL_SECONDS = 0.02
+START_SECONDS = 10.0
+
+
+class HAProxyPath:
+    """One HAProxy master process serving the endpoints, configured under ``folder``."""
+
+    def __init__(
+        self,
+        folder: Path,
+        host: str,
+        port: int,
+        tokens: list[str] | None = None,
+        upstream_token: str | None = None,
+        max_body_size: int = 64 * 1024 * 1024,
+    ) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.config = folder / "haproxy.cfg"
+        token_file = None
+        if tokens:
+            token_file = folder / "tokens.lst"
+            token_file.write_text("".join(f"Bearer {token}\n" for token in tokens))
+            token_file.chmod(0o600)
+        self.frontend = Frontend(
+            host,
+            port,
+            folder / "admin.sock",
+            token_file,
+            f"Bearer {upstream_token}" if upstream_token else None,
+            max_body_size,
+        )
+        self.api = RuntimeAPI(self.frontend.admin_socket)
+        self.routes: dict[str, dict[str, int]] = {}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.executable = "haproxy"
+        self._lock = asyncio.Lock()
+
+    @property
+    def port(self) -> int:
+        return self.frontend.port
+
+    async def start(self) -> None:
+        executable = shutil.which("haproxy")
+        if executable is None:
+            raise InvalidInput("the haproxy data path needs HAProxy installed (Debian: apt install haproxy)")
+        self.executable = executable
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._write()
+        command = [executable, "-W", "-db", "-f", str(self.config), "-S", str(self.folder / "master.sock")]
+        log = (self.folder / "haproxy.log").open("ab")
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        await self._wait_for(lambda: self.frontend.admin_socket.exists(), "start")
+
+    async def route(self, name: str, routes: Routes, shadow: ShadowRoute) -> None:
+        if shadow is not None:
+            raise InvalidInput("shadow traffic needs the embedded gateway (data_path: gateway), not HAProxy")
+        wanted = dict(routes)
+        async with self._lock:
+            before = self.routes.get(name)
+            self.routes[name] = {**(before or {}), **wanted}
+            if before is None:
+                await self._reload()
+                return
+            backend = backend_name(name)
+            # raised weights first: lowering one first could leave no server with weight a moment
+            raised_first = sorted(wanted.items(), key=lambda item: item[1] <= before.get(item[0], 0))
+            for upstream, weight in raised_first:
+                server = f"{backend}/{server_name(upstream)}"
+                if upstream not in before:
+                    await self.api.change(f"add server {server} {upstream} weight {weight}")
+                    await self.api.change(f"enable server {server}")
+                else:
+                    await self.api.change(f"set server {server} weight {weight}")
+            for upstream in set(before) - set(wanted):
+                await self.api.change(f"set server {backend}/{server_name(upstream)} weight 0")
+                self.routes[name][upstream] = 0
+
+    async def unroute(self, name: str) -> None:
+        async with self._lock:
+            if self.routes.pop(name, None) is not None:
+                await self._reload()
+
+    async def drained(self, upstream: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while (await self.api.sessions()).get(upstream, 0):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(POLL_SECONDS)
+        return True
+
+    async def close(self) -> None:
+        """Stop HAProxy, letting its requests in flight finish (SIGUSR1: a soft stop)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGUSR1)
+        try:
+            await asyncio.wait_for(asyncio.to_thread(self.process.wait), 30)
+        except TimeoutError:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def _write(self) -> None:
+        temporary = self.config.with_suffix(".new")
+        temporary.write_text(
+            render(self.frontend, {name: sorted(routes.items()) for name, routes in self.routes.items()})
+        )
+        os.replace(temporary, self.config)
+
+    async def _reload(self) -> None:
+        """A new configuration: write it, check it, and have the master start a worker on it."""
+        self._write()
+        assert self.process is not None
+        checked = await asyncio.to_thread(
+            subprocess.run,
+            [self.executable, "-c", "-q", "-f", str(self.config)],
+            capture_output=True,
+            text=True,
+        )
+        if checked.returncode != 0:
+            raise InvalidInput(
+                f"haproxy refused the endpoints' configuration: {checked.stdout}{checked.stderr}".strip()
+            )
+        self.process.send_signal(signal.SIGUSR2)
+        wanted = {backend_name(name) for name in self.routes}
+        deadline = time.monotonic() + START_SECONDS
+        while await self._backends() != wanted:
+            if self.process.poll() is not None or time.monotonic() >= deadline:
+                raise InvalidInput(f"haproxy did not reload; see {self.folder / 'haproxy.log'}")
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _backends(self) -> set[str]:
+        """The endpoints' backends the current worker has (what it answers with, once reloaded)."""
+        try:
+            listed = await self.api.ask("show backend")
+        except OSError:  # the socket is passed from the old worker to the new one
+            return set()
+        return {line.strip() for line in listed.splitlines() if line.startswith("ep_")}
+
+    async def _wait_for(self, ready: object, what: str) -> None:
+        deadline = time.monotonic() + START_SECONDS
+        while not ready():  # type: ignore[operator]
+            if self.process is not None and self.process.poll() is not None:
+                raise InvalidInput(f"haproxy exited during its {what}; see {self.folder / 'haproxy.log'}")
+            if time.monotonic() >= deadline:
+                raise InvalidInput(
+                    f"haproxy did not {what} within {START_SECONDS:g} s; see {self.folder / 'haproxy.log'}"
+                )
+            await asyncio.sleep(POLL_SECONDS)
