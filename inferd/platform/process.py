@@ -90,7 +90,8 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
     )
     api = _Server(
         uvicorn.Config(
-            create_control_app(platform, settings),
+            # the gateway's real port (0 in the settings asks for a free one): the console shows it
+            create_control_app(platform, settings.model_copy(update={"gateway_port": gateway.port})),
             http=limited_protocol(connection_limits),
             ws="none",
             loop="none",

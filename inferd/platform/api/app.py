@@ -11,6 +11,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from inferd.platform.api.routes import ControlAPI, routes
+from inferd.platform.console import console_login, console_routes
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
@@ -26,7 +27,10 @@ def control_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
 
 
 #: The route families the control process serves, in the order they are tried.
-FAMILIES: tuple[Family, ...] = (control_routes,)
+FAMILIES: tuple[Family, ...] = (
+    control_routes,
+    console_routes,
+)
 
 
 def create_control_app(platform: Platform, settings: PlatformSettings) -> Starlette:
@@ -42,5 +46,7 @@ def create_control_app(platform: Platform, settings: PlatformSettings) -> Starle
         middleware.append(Middleware(HostCheck, policy=policy))
     tokens = tokens_of(settings)
     if tokens is not None:
-        middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(())))
+        # the console's sign-in cookie is a credential too (its form and stylesheet need none)
+        login = console_login(tokens)
+        middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(()), login=login))
     return Starlette(routes=table, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)

@@ -15,6 +15,8 @@ name carries the port the browser used, so servers on one host's different ports
 ports) keep their logins apart.
 
 Login and logout are control routes: the ``Origin`` check refuses them from other sites' pages.
+The platform's console (`inferd.platform.console`) signs in the same way under its own prefix, with
+its own ``purpose``: its cookie opens the control process only.
 """
 
 from __future__ import annotations
@@ -70,9 +72,18 @@ class Login:
     """The login cookie of one server: what it is called, whether a request carries a good one, and
     the page a browser is sent to without one."""
 
-    def __init__(self, tokens: Tokens, ui_paths: tuple[str, ...] = (PREFIX,)) -> None:
-        self.tokens = tokens
-        self._values = [value.encode() for value in tokens.signatures(PURPOSE)]
+    def __init__(
+        self,
+        tokens: Tokens,
+        ui_paths: tuple[str, ...] = (PREFIX,),
+        prefix: str = PREFIX,
+        purpose: bytes = PURPOSE,
+    ) -> None:
+        self.tokens, self.prefix, self.purpose = tokens, prefix, purpose
+        #: The form, sign-out, and the static files the form's page needs (open without credentials).
+        self.login_path, self.logout_path = f"{prefix}/login", f"{prefix}/logout"
+        self.static = f"{prefix}/static/"
+        self._values = [value.encode() for value in tokens.signatures(purpose)]
         self._ui_paths = ui_paths
 
     def cookie_name(self, scope: Scope) -> str:
@@ -85,7 +96,7 @@ class Login:
 
     def cookie_value(self, token: str) -> str:
         """The cookie of a token, once it is known to be a configured one."""
-        return signature(token.encode(), PURPOSE)
+        return signature(token.encode(), self.purpose)
 
     def take_cookie(self, scope: Scope, cookies: list[bytes]) -> tuple[list[bytes], bool]:
         """The ``Cookie`` header values without the login cookie (model code never sees it), and
@@ -112,7 +123,9 @@ class Login:
 
     def is_open(self, method: str, path: str) -> bool:
         """The form itself, logout, and the page's static files need no credentials."""
-        return path in (LOGIN, LOGOUT) or (method in ("GET", "HEAD") and path.startswith(STATIC))
+        return path in (self.login_path, self.logout_path) or (
+            method in ("GET", "HEAD") and path.startswith(self.static)
+        )
 
     def page_for(self, scope: Scope) -> Response | None:
         """A 303 to the form for a browser asking for the try-it page; None for anything else (API
@@ -120,9 +133,9 @@ class Login:
         path = scope["path"]
         if scope.get("method") not in ("GET", "HEAD") or "text/html" not in (header(scope, b"accept") or ""):
             return None
-        if path not in self._ui_paths and not path.startswith(f"{PREFIX}/"):
+        if path not in self._ui_paths and not path.startswith(f"{self.prefix}/"):
             return None
-        return RedirectResponse(f"{LOGIN}?next={quote(path)}", 303)
+        return RedirectResponse(f"{self.login_path}?next={quote(path)}", 303)
 
 
 def routes(login: Login) -> list[BaseRoute]:
@@ -130,15 +143,15 @@ def routes(login: Login) -> list[BaseRoute]:
 
     async def form_or_sign_in(request: Request) -> Response:
         if request.method == "GET":
-            return _page(_next(request.query_params.get("next")))
+            return _page(login, _next(request.query_params.get("next"), login.prefix))
         body = await request.body()
         if len(body) > MAX_FORM_SIZE:
             raise PayloadTooLarge(f"the login form is larger than {MAX_FORM_SIZE} bytes")
         fields = parse_qs(body.decode("utf-8", "replace"))
         token = (fields.get("token") or [""])[0]
-        target = _next((fields.get("next") or [""])[0])
+        target = _next((fields.get("next") or [""])[0], login.prefix)
         if not login.tokens.matches(token.encode()):
-            return _page(target, "That token is not one of this server's.", 401)
+            return _page(login, target, "That token is not one of this server's.", 401)
         answer = RedirectResponse(target, 303)
         answer.set_cookie(
             login.cookie_name(request.scope),
@@ -151,13 +164,13 @@ def routes(login: Login) -> list[BaseRoute]:
         return answer
 
     async def sign_out(request: Request) -> Response:
-        answer = RedirectResponse(LOGIN, 303)
+        answer = RedirectResponse(login.login_path, 303)
         answer.delete_cookie(login.cookie_name(request.scope), path="/", httponly=True, samesite="strict")
         return answer
 
     return [
-        ControlRoute(LOGIN, form_or_sign_in, methods=["GET", "POST"]),
-        ControlRoute(LOGOUT, sign_out, methods=["POST"]),
+        ControlRoute(login.login_path, form_or_sign_in, methods=["GET", "POST"]),
+        ControlRoute(login.logout_path, sign_out, methods=["POST"]),
     ]
 
 
@@ -169,14 +182,16 @@ def _over_https(request: Request) -> bool:
     )
 
 
-def _next(path: str | None) -> str:
+def _next(path: str | None, prefix: str = PREFIX) -> str:
     """Where to go after signing in: a path of this server only (no ``//host``), else the page."""
     if not path or not path.startswith("/") or path.startswith("//") or "\\" in path:
-        return f"{PREFIX}/"
+        return f"{prefix}/"
     return path
 
 
-def _page(target: str, problem: str = "", status: int = 200) -> Response:
+def _page(login: Login, target: str, problem: str = "", status: int = 200) -> Response:
     shown = f'\n    <p class="error" role="alert">{escape(problem)}</p>' if problem else ""
-    html = PAGE.format(static=STATIC, prefix=PREFIX, login=LOGIN, next=escape(target), problem=shown)
+    html = PAGE.format(
+        static=login.static, prefix=login.prefix, login=login.login_path, next=escape(target), problem=shown
+    )
     return HTMLResponse(html, status, headers={"Cache-Control": "no-store"})

@@ -1,0 +1,78 @@
+"""What the console shows as a service's traffic: the requests its server answered and their mean
+latency, read from the service's own ``/metrics`` (every worker's, over every protocol), and the
+requests the gateway sent it, read from this process's registry (`inferd.platform.gateway.metrics`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+
+from inferd.platform.records import Service, ServiceState
+from inferd.protocols import prometheus
+
+#: A service that does not answer its metrics within this is shown without them, not waited for.
+TIMEOUT = 2.0
+
+
+def gateway_requests() -> dict[str, int]:
+    """Requests the gateway answered, by upstream (``127.0.0.1:PORT``), every endpoint and code."""
+    found: dict[str, int] = {}
+    for family in REGISTRY.collect():
+        if family.name != "inferd_gateway_requests":
+            continue
+        for sample in family.samples:
+            upstream = sample.labels.get("upstream", "")
+            if sample.name == "inferd_gateway_requests_total" and upstream:
+                found[upstream] = found.get(upstream, 0) + int(sample.value)
+    return found
+
+
+def served(exposition: str) -> prometheus.Traffic:
+    """Requests and time of every model in a server's ``/metrics`` exposition, summed."""
+    total = prometheus.Traffic()
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == "inferd_requests_total" and sample.labels.get("outcome") in ("ok", "error"):
+                outcome = sample.labels["outcome"]
+                setattr(total, outcome, getattr(total, outcome) + int(sample.value))
+            elif sample.name == "inferd_request_duration_seconds_sum":
+                total.seconds += sample.value
+    return total
+
+
+async def traffic(services: Iterable[Service], token: str | None) -> dict[str, dict[str, Any]]:
+    """Each service's traffic: ``requests`` and ``latency_ms`` (None when its server did not say) and
+    ``gateway`` (requests the gateway sent it)."""
+    listed = list(services)
+    through = gateway_requests()
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=TIMEOUT, headers=headers, trust_env=False) as http:
+        counted = await asyncio.gather(*(_scrape(http, service) for service in listed))
+    return {
+        service.id: {
+            "requests": None if found is None else {"ok": found.ok, "error": found.error},
+            "latency_ms": None if found is None else found.mean_ms,
+            "gateway": through.get(f"127.0.0.1:{service.port}", 0) if service.port else 0,
+        }
+        for service, found in zip(listed, counted, strict=True)
+    }
+
+
+async def _scrape(http: httpx.AsyncClient, service: Service) -> prometheus.Traffic | None:
+    if service.state is not ServiceState.RUNNING or service.port is None:
+        return None
+    try:
+        answer = await http.get(f"http://127.0.0.1:{service.port}{prometheus.PATH}")
+    except httpx.HTTPError:
+        return None
+    if answer.status_code != 200:
+        return None
+    try:
+        return served(answer.text)
+    except ValueError:  # not an exposition: something else took the port
+        return None
