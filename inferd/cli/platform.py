@@ -93,6 +93,9 @@ def serve(
     host: Annotated[str, typer.Option(help="Address of the API and the gateway.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the control API.")] = 8070,
     gateway_port: Annotated[int, typer.Option(help="Port of the endpoints' gateway.")] = 8000,
+    data_path: Annotated[
+        str, typer.Option(help="gateway (embedded) or haproxy (Debian's package, weights without reloads).")
+    ] = "gateway",
     data_dir: Annotated[Path, typer.Option(help="Where the platform keeps its state and bundles.")] = Path(
         ".inferd"
     ),
@@ -104,7 +107,12 @@ def serve(
     from inferd.platform.settings import PlatformSettings
     from inferd.server.logging import configure_logging
 
-    settings = PlatformSettings(host=host, port=port, gateway_port=gateway_port, data_dir=data_dir)
+    try:
+        settings = PlatformSettings(
+            host=host, port=port, gateway_port=gateway_port, data_dir=data_dir, data_path=data_path
+        )
+    except ValueError as exc:
+        fail(f"invalid option: {exc}")
     configure_logging(settings.log_level)
     run(serve_platform(settings, lambda listening: print(listening.ready_line(), flush=True)))
 

@@ -1,6 +1,6 @@
 """The platform's operations, each keeping the store, the artifact store, the running services and the
-gateway's endpoint table in step: the control API, the CLI's verbs and the ABEJA-compatible routes all
-call this and nothing below it.
+data path (the gateway or HAProxy) in step: the control API, the CLI's verbs and the ABEJA-compatible
+routes all call this and nothing below it.
 
 The order of each operation is what leaves nothing half-done: a record is written last when the work
 can fail (a version's bundle is stored before its record), first when a process must find it (a
@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from inferd.core.errors import Conflict, InvalidInput
 from inferd.platform.artifacts import ArtifactStore, Bundle
-from inferd.platform.gateway import EndpointTable
+from inferd.platform.datapath import DataPath
 from inferd.platform.records import Deployment, Endpoint, Route, Service, ServiceState, Version
 from inferd.platform.services import LocalRunner, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
@@ -36,8 +36,8 @@ LIVE_STATES = (ServiceState.STARTING, ServiceState.RUNNING)
 class Platform:
     """Deployments, versions, services and endpoints of one control process."""
 
-    def __init__(self, store: Store, artifacts: ArtifactStore, table: EndpointTable, root: Path) -> None:
-        self.store, self.artifacts, self.table = store, artifacts, table
+    def __init__(self, store: Store, artifacts: ArtifactStore, path: DataPath, root: Path) -> None:
+        self.store, self.artifacts, self.path = store, artifacts, path
         #: Unpacked versions, one folder per service (a service may write into its folder).
         self.services_root = root / "services"
         self.log_dir = root / "logs"
@@ -147,15 +147,15 @@ class Platform:
             endpoint = self.store.update_endpoint(
                 before.id, routes=routes, shadow_service_id=shadow_service_id, shadow_percent=shadow_percent
             )
-        self._publish(endpoint)
+        await self._publish(endpoint)
         if before is not None:
             await self._drain(before, endpoint)
         return endpoint
 
-    def delete_endpoint(self, endpoint_id: str) -> None:
+    async def delete_endpoint(self, endpoint_id: str) -> None:
         endpoint = self.store.endpoint(endpoint_id)
         self.store.delete_endpoint(endpoint.id)
-        self.table.remove(endpoint.name)
+        await self.path.unroute(endpoint.name)
 
     # ---- the control process's life ----
 
@@ -169,7 +169,7 @@ class Platform:
             spec = self._spec(service, version, self._unpacked(service, version))
             await self.runner.adopt(spec, service.pid, service.port, service.restarts)
         for endpoint in self.store.endpoints():
-            self._publish(endpoint)
+            await self._publish(endpoint)
 
     def detach(self) -> None:
         """Stop supervising; the services keep running, to be adopted by the next control process."""
@@ -212,7 +212,7 @@ class Platform:
             for route in endpoint.routes
         )
 
-    def _publish(self, endpoint: Endpoint) -> None:
+    async def _publish(self, endpoint: Endpoint) -> None:
         """Give the gateway the endpoint's upstreams (the loopback ports of its services)."""
         routes = [
             (self._upstream(route.service_id), route.weight) for route in endpoint.routes if route.weight
@@ -222,7 +222,7 @@ class Platform:
             if endpoint.shadow_service_id
             else None
         )
-        self.table.set(endpoint.name, routes, shadow)
+        await self.path.route(endpoint.name, routes, shadow)
 
     def _upstream(self, service_id: str) -> str:
         service = self.store.service(service_id)
@@ -233,4 +233,4 @@ class Platform:
     async def _drain(self, before: Endpoint, after: Endpoint) -> None:
         still = {route.service_id for route in after.routes if route.weight}
         gone = [route.service_id for route in before.routes if route.weight and route.service_id not in still]
-        await asyncio.gather(*(self.table.drained(self._upstream(sid), DRAIN_SECONDS) for sid in gone))
+        await asyncio.gather(*(self.path.drained(self._upstream(sid), DRAIN_SECONDS) for sid in gone))

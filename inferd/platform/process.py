@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Iterator
+import socket
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 
@@ -22,8 +24,10 @@ from inferd.engines.connections import ConnectionLimits, limited_protocol
 from inferd.engines.sockets import bind_http, port_of
 from inferd.platform.api.app import create_control_app
 from inferd.platform.artifacts import ArtifactStore
+from inferd.platform.datapath import DataPath, GatewayPath
 from inferd.platform.gateway import EndpointTable
 from inferd.platform.gateway.server import Limits, serve_gateway
+from inferd.platform.haproxy import HAProxyPath
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
 from inferd.platform.store import Store
@@ -47,12 +51,68 @@ class Listening:
         )
 
 
-def open_platform(settings: PlatformSettings) -> Platform:
-    root = (settings.data_dir / "platform").resolve()
-    root.mkdir(parents=True, exist_ok=True)
+def open_platform(settings: PlatformSettings, path: DataPath) -> Platform:
+    root = platform_root(settings)
     store = Store(root / "platform.sqlite")
     artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size)
-    return Platform(store, artifacts, EndpointTable(), root)
+    return Platform(store, artifacts, path, root)
+
+
+def platform_root(settings: PlatformSettings) -> Path:
+    root = (settings.data_dir / "platform").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@dataclass
+class RunningPath:
+    """The endpoints' data path as it runs: the platform's handle on it, its port, how it stops."""
+
+    path: DataPath
+    port: int
+    stop: Callable[[], Awaitable[None]]
+
+
+async def start_data_path(settings: PlatformSettings) -> RunningPath:
+    """The embedded gateway, or HAProxy, on ``gateway_port`` with the API's tokens."""
+    upstream_token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
+    if settings.data_path == "haproxy":
+        port = settings.gateway_port or free_port(settings.host)
+        tokens = [token.get_secret_value() for token in settings.auth_tokens]
+        haproxy = HAProxyPath(
+            platform_root(settings) / "haproxy",
+            settings.host,
+            port,
+            tokens,
+            upstream_token,
+            settings.max_body_size,
+        )
+        await haproxy.start()
+        return RunningPath(haproxy, port, haproxy.close)
+    limits = Limits(
+        settings.max_body_size,
+        settings.max_header_size,
+        settings.header_timeout,
+        settings.keep_alive_timeout,
+        settings.max_connections,
+        settings.graceful_timeout,
+    )
+    table = EndpointTable()
+    gateway = await serve_gateway(
+        table,
+        settings.host,
+        settings.gateway_port,
+        tokens=tokens_of(settings),
+        limits=limits,
+        upstream_token=upstream_token,
+    )
+    return RunningPath(GatewayPath(table), gateway.port, gateway.stop)
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 class _Server(uvicorn.Server):
@@ -64,26 +124,9 @@ class _Server(uvicorn.Server):
 
 
 async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None]) -> None:
-    platform = open_platform(settings)
+    gateway = await start_data_path(settings)
+    platform = open_platform(settings, gateway.path)
     await platform.restore()
-    tokens = tokens_of(settings)
-    limits = Limits(
-        settings.max_body_size,
-        settings.max_header_size,
-        settings.header_timeout,
-        settings.keep_alive_timeout,
-        settings.max_connections,
-        settings.graceful_timeout,
-    )
-    upstream_token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
-    gateway = await serve_gateway(
-        platform.table,
-        settings.host,
-        settings.gateway_port,
-        tokens=tokens,
-        limits=limits,
-        upstream_token=upstream_token,
-    )
     sock = bind_http(settings.host, settings.port)
     connection_limits = ConnectionLimits(
         settings.header_timeout, settings.max_header_size, settings.max_connections

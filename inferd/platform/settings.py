@@ -4,6 +4,8 @@ setting from ``INFERD_*`` variables."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from inferd.core.settings import ServerSettings
@@ -17,6 +19,11 @@ class PlatformSettings(ServerSettings):
 
     gateway_port: int = Field(8000, ge=0, le=65535)
     """Port of the gateway: endpoint ``NAME`` answers under ``/e/NAME/``."""
+
+    data_path: Literal["gateway", "haproxy"] = "gateway"
+    """What carries the endpoints' requests: the embedded gateway, or HAProxy (Debian's package),
+    its weights changed through its runtime API without a reload; shadow traffic is the gateway's
+    only."""
 
     max_bundle_size: int = Field(512 * 1024 * 1024, ge=1)
     """Largest version archive (bytes) an upload may hold, packed or unpacked."""

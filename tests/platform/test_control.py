@@ -6,7 +6,9 @@ restarted with its services adopted, and the errors of bad requests."""
 from __future__ import annotations
 
 import io
+import os
 import re
+import shutil
 import signal
 import subprocess
 import tarfile
@@ -45,16 +47,25 @@ class Control:
 
 
 @contextmanager
-def control(data: Path) -> Iterator[Control]:
+def control(data: Path, data_path: str = "gateway") -> Iterator[Control]:
     command = inferd_command(
-        "platform", "serve", "--port", "0", "--gateway-port", "0", "--data-dir", str(data)
+        "platform",
+        "serve",
+        "--port",
+        "0",
+        "--gateway-port",
+        "0",
+        "--data-dir",
+        str(data),
+        "--data-path",
+        data_path,
     )
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=with_this_tree({"PATH": "/usr/bin:/bin"}),
+        env=with_this_tree(dict(os.environ)),
         cwd=ROOT,
     )
     assert process.stdout is not None
@@ -125,9 +136,19 @@ class Load:
                     self.failures.append(answer.text)
 
 
-def test_deploy_switch_and_adopt(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "data_path",
+    [
+        "gateway",
+        pytest.param(
+            "haproxy",
+            marks=pytest.mark.skipif(shutil.which("haproxy") is None, reason="HAProxy is not installed"),
+        ),
+    ],
+)
+def test_deploy_switch_and_adopt(tmp_path: Path, data_path: str) -> None:
     data = tmp_path / "data"
-    with control(data) as running:
+    with control(data, data_path) as running:
         assert running.verb("create-deployment", "iris").returncode == 0
         versions = []
         for label, factor in (("1.0", 1.0), ("2.0", 2.0)):
@@ -163,7 +184,7 @@ def test_deploy_switch_and_adopt(tmp_path: Path) -> None:
         assert refused.status_code == 409 and "endpoint" in refused.json()["error"]
         pid = running.call("GET", f"/services/{services[1]}").json()["pid"]
 
-    with control(data) as again:  # a new control process adopts the running service
+    with control(data, data_path) as again:  # a new control process adopts the running service
         adopted = wait_state(again, services[1], "running")
         assert adopted["pid"] == pid
         assert through(again) == 2.0

@@ -150,7 +150,7 @@ class ControlAPI:
         return answer(self.store.endpoint(request.path_params["endpoint"]))
 
     async def delete_endpoint(self, request: Request) -> Response:
-        self.platform.delete_endpoint(request.path_params["endpoint"])
+        await self.platform.delete_endpoint(request.path_params["endpoint"])
         return Response(status_code=204)
 
     async def openapi(self, request: Request) -> Response:
