@@ -52,7 +52,9 @@ def open_platform(settings: PlatformSettings) -> Platform:
     root.mkdir(parents=True, exist_ok=True)
     store = Store(root / "platform.sqlite")
     artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size)
-    return Platform(store, artifacts, EndpointTable(), root)
+    platform = Platform(store, artifacts, EndpointTable(), root)
+    platform.runs.configure(settings, settings.trigger_poll_seconds, settings.max_parallel_runs)
+    return platform
 
 
 class _Server(uvicorn.Server):
