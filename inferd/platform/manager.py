@@ -22,6 +22,7 @@ from inferd.core.errors import Conflict, InvalidInput
 from inferd.platform.artifacts import ArtifactStore, Bundle
 from inferd.platform.datapath import DataPath
 from inferd.platform.records import Deployment, Endpoint, Route, Service, ServiceState, Version
+from inferd.platform.runs import Runs
 from inferd.platform.services import LocalRunner, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
 from inferd.platform.store import Store
@@ -42,6 +43,8 @@ class Platform:
         self.services_root = root / "services"
         self.log_dir = root / "logs"
         self.runner = LocalRunner(self._changed)
+        #: Runs and triggers (`inferd.platform.runs`).
+        self.runs = Runs(store, artifacts, root)
 
     # ---- deployments ----
 
@@ -170,10 +173,12 @@ class Platform:
             await self.runner.adopt(spec, service.pid, service.port, service.restarts)
         for endpoint in self.store.endpoints():
             await self._publish(endpoint)
+        await self.runs.restore()
 
     def detach(self) -> None:
         """Stop supervising; the services keep running, to be adopted by the next control process."""
         self.runner.detach()
+        self.runs.detach()
 
     # ---- inside ----
 

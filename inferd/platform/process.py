@@ -55,7 +55,9 @@ def open_platform(settings: PlatformSettings, path: DataPath) -> Platform:
     root = platform_root(settings)
     store = Store(root / "platform.sqlite")
     artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size)
-    return Platform(store, artifacts, path, root)
+    platform = Platform(store, artifacts, path, root)
+    platform.runs.configure(settings, settings.trigger_poll_seconds, settings.max_parallel_runs)
+    return platform
 
 
 def platform_root(settings: PlatformSettings) -> Path:

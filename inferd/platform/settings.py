@@ -30,3 +30,9 @@ class PlatformSettings(ServerSettings):
 
     service_stop_grace: float = Field(30.0, ge=0)
     """How long a stopped service may take to answer what it holds before it is killed."""
+
+    trigger_poll_seconds: float = Field(2.0, gt=0)
+    """How often each enabled trigger's input folder or storage prefix is looked at for new files."""
+
+    max_parallel_runs: int = Field(4, ge=1)
+    """Runs that go at once; the others wait, ``pending``."""

@@ -765,6 +765,35 @@ class Store:
             )
         return cursor.rowcount == 0
 
+    def add_trigger_run(self, trigger_id: str, key: str, inputs: Sequence[str], output: str) -> Run | None:
+        """What a trigger does with ``key`` (a file or object name) in one transaction: record it seen
+        and add a ``pending`` run of the trigger's version over ``inputs``. None, and nothing written,
+        when the trigger saw ``key`` before or is disabled: one run per file, however often asked."""
+        _text("key", key, empty=False)
+        checked_inputs = tuple(_text("an input", item, empty=False) for item in inputs)
+        _text("output", output, empty=False)
+        with self._write() as db:
+            trigger = _get(db, TRIGGERS, trigger_id)
+            if not trigger.enabled:
+                return None
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO trigger_seen (trigger_id, key, seen_at) VALUES (?, ?, ?)",
+                (trigger_id, key, _time_text(now())),
+            )
+            if cursor.rowcount == 0:
+                return None
+            record = Run(
+                new_id("run"),
+                trigger.deployment_id,
+                trigger.version_id,
+                RunState.PENDING,
+                checked_inputs,
+                output,
+                trigger_id=trigger.id,
+            )
+            _insert(db, RUNS, record)
+        return record
+
     # transactions and shared lookups
 
     @contextlib.contextmanager

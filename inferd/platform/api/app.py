@@ -11,6 +11,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from inferd.platform.api.routes import ControlAPI, routes
+from inferd.platform.api.runs import run_routes
 from inferd.platform.console import console_login, console_routes
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
@@ -29,6 +30,7 @@ def control_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
 #: The route families the control process serves, in the order they are tried.
 FAMILIES: tuple[Family, ...] = (
     control_routes,
+    run_routes,
     console_routes,
 )
 

@@ -43,6 +43,28 @@ class EndpointBody(Body):
     shadow: ShadowBody | None = None
 
 
+class NewRun(Body):
+    version: str = Field(description="The id of the version to run")
+    inputs: list[str] = Field(
+        min_length=1, max_length=1000, description="Absolute paths of files or folders, or storage URIs"
+    )
+    output: str = Field(description="The absolute path of the folder the answers are written to")
+    parameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Environment variables of the run's process"
+    )
+
+
+class NewTrigger(Body):
+    version: str = Field(description="The id of the version each new file is run with")
+    input: str = Field(description="An absolute folder path, or a storage prefix ending with '/'")
+    output: str = Field(description="The absolute path of the folder the answers are written to")
+    enabled: bool = True
+
+
+class TriggerChange(Body):
+    enabled: bool
+
+
 def parse(model: type[Body], raw: bytes) -> Any:
     try:
         return model.model_validate_json(raw or b"{}")

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from inferd.platform.api.bodies import EndpointBody, NewDeployment, NewService
+from inferd.platform.api.bodies import (
+    EndpointBody,
+    NewDeployment,
+    NewRun,
+    NewService,
+    NewTrigger,
+    TriggerChange,
+)
 
 PREFIX = "/platform/v1"
 _ERROR = {
@@ -15,7 +22,10 @@ _ERROR = {
     },
 }
 _RECORD = {"type": "object"}
-_BODIES = {model.__name__: model for model in (NewDeployment, NewService, EndpointBody)}
+_BODIES = {
+    model.__name__: model
+    for model in (NewDeployment, NewService, EndpointBody, NewRun, NewTrigger, TriggerChange)
+}
 _VERSION_FORM = {
     "multipart/form-data": {
         "schema": {
@@ -68,6 +78,23 @@ OPERATIONS: list[tuple[str, str, str, str | None, int, bool]] = [
     ("/services/{service}/logs", "get", "The last lines of a service's log", None, 200, False),
     ("/endpoints/{endpoint}", "get", "An endpoint, with its weights", None, 200, False),
     ("/endpoints/{endpoint}", "delete", "Delete an endpoint", None, 204, False),
+    ("/deployments/{deployment}/runs", "get", "List a deployment's runs", None, 200, True),
+    ("/deployments/{deployment}/runs", "post", "Submit a run of a version over inputs", "NewRun", 201, False),
+    ("/runs/{run}", "get", "A run, with its state", None, 200, False),
+    ("/runs/{run}/cancel", "post", "Cancel a pending or running run", None, 200, False),
+    ("/runs/{run}/logs", "get", "The last lines of a run's log", None, 200, False),
+    ("/deployments/{deployment}/triggers", "get", "List a deployment's triggers", None, 200, True),
+    (
+        "/deployments/{deployment}/triggers",
+        "post",
+        "Create a trigger: a run for each new file under a folder or prefix",
+        "NewTrigger",
+        201,
+        False,
+    ),
+    ("/triggers/{trigger}", "get", "A trigger", None, 200, False),
+    ("/triggers/{trigger}", "patch", "Enable or disable a trigger", "TriggerChange", 200, False),
+    ("/triggers/{trigger}", "delete", "Delete a trigger (its runs stay)", None, 204, False),
 ]
 
 
