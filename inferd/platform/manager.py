@@ -62,8 +62,10 @@ class Platform:
         target: str = ".",
         dialect: str = "auto",
         environment: Mapping[str, str] | None = None,
+        version_id: str | None = None,
     ) -> Version:
-        """A new version from an uploaded archive or a project folder: stored as a bundle first."""
+        """A new version from an uploaded archive or a project folder: stored as a bundle first.
+        ``version_id`` is an id made earlier (`Store.add_version`)."""
         found = self.store.deployment(deployment)
         bundle: Bundle = (
             self.artifacts.put_folder(archive)
@@ -71,7 +73,7 @@ class Platform:
             else self.artifacts.put_archive(archive)
         )
         return self.store.add_version(
-            found.id, label, bundle.digest, bundle.size, target, dialect, dict(environment or {})
+            found.id, label, bundle.digest, bundle.size, target, dialect, dict(environment or {}), version_id
         )
 
     # ---- services ----

@@ -10,6 +10,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from inferd.platform.abeja import AbejaCredentials, Presigner, abeja_routes, first_token
 from inferd.platform.api.routes import ControlAPI, routes
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
@@ -26,7 +27,7 @@ def control_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
 
 
 #: The route families the control process serves, in the order they are tried.
-FAMILIES: tuple[Family, ...] = (control_routes,)
+FAMILIES: tuple[Family, ...] = (control_routes, abeja_routes)
 
 
 def create_control_app(platform: Platform, settings: PlatformSettings) -> Starlette:
@@ -41,6 +42,9 @@ def create_control_app(platform: Platform, settings: PlatformSettings) -> Starle
     if policy is not None:
         middleware.append(Middleware(HostCheck, policy=policy))
     tokens = tokens_of(settings)
-    if tokens is not None:
+    token = first_token(settings)
+    if tokens is not None and token is not None:
+        # ABEJA's clients send HTTP Basic, and their presigned uploads nothing: made into a bearer token
+        middleware.append(Middleware(AbejaCredentials, token=token, presigner=Presigner(token)))
         middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(())))
     return Starlette(routes=table, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
