@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from inferd.core.errors import Conflict, InvalidInput
+from inferd.core.errors import Conflict, InvalidInput, NotFound
 from inferd.platform.artifacts import ArtifactStore, Bundle
 from inferd.platform.datapath import DataPath
 from inferd.platform.records import Deployment, Endpoint, Route, Service, ServiceState, Version
@@ -65,8 +66,10 @@ class Platform:
         target: str = ".",
         dialect: str = "auto",
         environment: Mapping[str, str] | None = None,
+        version_id: str | None = None,
     ) -> Version:
-        """A new version from an uploaded archive or a project folder: stored as a bundle first."""
+        """A new version from an uploaded archive or a project folder: stored as a bundle first.
+        ``version_id`` is an id made earlier (`Store.add_version`)."""
         found = self.store.deployment(deployment)
         bundle: Bundle = (
             self.artifacts.put_folder(archive)
@@ -74,7 +77,7 @@ class Platform:
             else self.artifacts.put_archive(archive)
         )
         return self.store.add_version(
-            found.id, label, bundle.digest, bundle.size, target, dialect, dict(environment or {})
+            found.id, label, bundle.digest, bundle.size, target, dialect, dict(environment or {}), version_id
         )
 
     # ---- services ----
@@ -228,6 +231,18 @@ class Platform:
             else None
         )
         await self.path.route(endpoint.name, routes, shadow)
+
+    def pick_upstream(self, endpoint_name: str) -> str | None:
+        """A service of endpoint ``endpoint_name`` picked by weight, as the data path would: for a
+        caller that does not go through it (ABEJA's clients, when HAProxy carries the endpoints)."""
+        for endpoint in self.store.endpoints():
+            if endpoint.name == endpoint_name:
+                weighted = [(route.service_id, route.weight) for route in endpoint.routes if route.weight]
+                if not weighted:
+                    return None
+                (chosen,) = random.choices([sid for sid, _ in weighted], [w for _, w in weighted])
+                return self._upstream(chosen)
+        raise NotFound(f"endpoint {endpoint_name!r} is not served")
 
     def _upstream(self, service_id: str) -> str:
         service = self.store.service(service_id)

@@ -131,6 +131,26 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX runs_deployment ON runs (deployment_id);
     """,
+    # 2: what the ABEJA-compatible API keeps beside the records (`inferd.platform.abeja.extras`)
+    """
+    CREATE TABLE abeja_deployments (
+        deployment_id TEXT PRIMARY KEY REFERENCES deployments (id) ON DELETE CASCADE,
+        default_environment TEXT NOT NULL
+    );
+    CREATE TABLE abeja_versions (
+        version_id TEXT PRIMARY KEY REFERENCES versions (id) ON DELETE CASCADE,
+        image TEXT NOT NULL,
+        handler TEXT NOT NULL,
+        user_parameters TEXT NOT NULL
+    );
+    CREATE TABLE abeja_services (
+        service_id TEXT PRIMARY KEY REFERENCES services (id) ON DELETE CASCADE,
+        instance_type TEXT NOT NULL,
+        instance_number INTEGER NOT NULL,
+        enable_autoscale INTEGER NOT NULL,
+        user_env_vars TEXT NOT NULL
+    );
+    """,
 )
 
 #: A service in these states runs nothing, so it may be deleted (and its deployment with it).
@@ -141,6 +161,7 @@ ENGINES = ("local", "ray")
 DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
 _LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_VERSION_ID = re.compile(r"ver-[0-9a-f]{12}")
 
 
 class _Keep(Enum):
@@ -443,7 +464,12 @@ class Store:
         target: str = ".",
         dialect: str = "auto",
         environment: Mapping[str, str] | None = None,
+        id: str | None = None,
     ) -> Version:
+        """A new version; ``id`` is one `new_id` made earlier (the ABEJA API answers a version's id
+        before its archive arrives), else a new one."""
+        if id is not None and not _VERSION_ID.fullmatch(id):
+            raise InvalidInput(f"version id {id!r} must be 'ver-' and 12 lowercase hex digits")
         if not isinstance(label, str) or not _LABEL_PATTERN.fullmatch(label):
             raise InvalidInput(
                 f"version label {label!r} must be letters, digits, '_', '.', '+' and '-', "
@@ -456,7 +482,7 @@ class Store:
         with self._write() as db:
             deployment = self._deployment(db, deployment_id)
             record = Version(
-                new_id("version"),
+                new_id("version") if id is None else id,
                 deployment.id,
                 label,
                 digest,
@@ -469,6 +495,8 @@ class Store:
                 "SELECT 1 FROM versions WHERE deployment_id = ? AND label = ?", (deployment.id, label)
             ).fetchone():
                 raise Conflict(f"deployment {deployment.name!r} has a version {label!r} already")
+            if db.execute("SELECT 1 FROM versions WHERE id = ?", (record.id,)).fetchone():
+                raise Conflict(f"version {record.id} exists already")
             _insert(db, VERSIONS, record)
         return record
 

@@ -10,6 +10,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
+from inferd.platform.abeja import AbejaCredentials, Presigner, abeja_routes, first_token
 from inferd.platform.api.routes import ControlAPI, routes
 from inferd.platform.api.runs import run_routes
 from inferd.platform.console import console_login, console_routes
@@ -32,6 +33,7 @@ FAMILIES: tuple[Family, ...] = (
     control_routes,
     run_routes,
     console_routes,
+    abeja_routes,
 )
 
 
@@ -47,7 +49,10 @@ def create_control_app(platform: Platform, settings: PlatformSettings) -> Starle
     if policy is not None:
         middleware.append(Middleware(HostCheck, policy=policy))
     tokens = tokens_of(settings)
-    if tokens is not None:
+    token = first_token(settings)
+    if tokens is not None and token is not None:
+        # ABEJA's clients send HTTP Basic, and their presigned uploads nothing: made into a bearer token
+        middleware.append(Middleware(AbejaCredentials, token=token, presigner=Presigner(token)))
         # the console's sign-in cookie is a credential too (its form and stylesheet need none)
         login = console_login(tokens)
         middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(()), login=login))

@@ -1,0 +1,86 @@
+"""The JSON bodies ABEJA's CLI and SDK send, validated by pydantic. Fields inferd has no use for
+(``models``, ``record_channel_id``, ``min_instance_number``...) are accepted and ignored, as ABEJA's
+clients send them; fields inferd uses are checked (environment names as ABEJA's CLI checks them)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from inferd.core.errors import InvalidInput
+from inferd.platform.abeja.extras import DEFAULT_HANDLER, DEFAULT_IMAGE, DEFAULT_INSTANCE_TYPE
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+HANDLER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*")
+Environment = dict[str, str]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+def _environment(value: Environment) -> Environment:
+    for key in value:
+        if not ENV_NAME.fullmatch(key):
+            raise ValueError(f"{key!r} is not an environment variable name ({ENV_NAME.pattern})")
+    return value
+
+
+class NewDeployment(Body):
+    name: str
+    description: str | None = ""
+    default_environment: Environment = Field(default_factory=dict)
+
+    _check = field_validator("default_environment")(_environment)
+
+
+class NewVersion(Body):
+    version: str
+    image: str = DEFAULT_IMAGE
+    handler: str = DEFAULT_HANDLER
+    user_parameters: Environment = Field(default_factory=dict)
+
+    _check = field_validator("user_parameters")(_environment)
+
+    @field_validator("handler")
+    @classmethod
+    def _handler(cls, value: str) -> str:
+        if not HANDLER.fullmatch(value):
+            raise ValueError(f"handler {value!r} must be module:function, e.g. {DEFAULT_HANDLER}")
+        return value
+
+
+class NewService(Body):
+    version_id: str
+    environment: Environment = Field(default_factory=dict)
+    instance_type: str = DEFAULT_INSTANCE_TYPE
+    instance_number: int = Field(1, ge=1, le=64)
+    enable_autoscale: bool = False
+
+    _check = field_validator("environment")(_environment)
+
+
+class NewEndpoint(Body):
+    service_id: str
+    custom_alias: str = "default"
+
+
+class EndpointChange(Body):
+    service_id: str
+
+
+def parse(model: type[Body], raw: bytes) -> Any:
+    try:
+        return model.model_validate_json(raw or b"{}")
+    except ValueError as exc:
+        errors = getattr(exc, "errors", None)
+        said = (
+            "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in errors(include_url=False)
+            )
+            if errors is not None
+            else str(exc)
+        )
+        raise InvalidInput(f"invalid request body: {said}") from None

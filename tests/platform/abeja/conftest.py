@@ -1,0 +1,132 @@
+"""The published ABEJA CLI in a venv of its own (its pins, click<7.1 among them, cannot live beside
+inferd's), and a control process with tokens that ABEJA's clients reach."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.platform.test_control import READY
+from tests.servers import ROOT, inferd_command, with_this_tree
+
+ABEJACLI = "abejacli==2.2.8"
+VENV = ROOT / ".cache" / "abejacli-venv"
+TOKEN = "abeja-test-token-0123456789"
+#: What pip says when it cannot reach a package index.
+UNREACHABLE = re.compile(
+    r"Could not fetch URL|Failed to establish a new connection|Temporary failure in name resolution|"
+    r"Network is unreachable|Connection refused|No matching distribution found for abejacli",
+    re.IGNORECASE,
+)
+
+
+@pytest.fixture(scope="session")
+def abeja_cli() -> Path:
+    """The ``abeja`` command of abejacli 2.2.8 installed from the package index, as users install it
+    (once; the venv is kept under .cache/, which git ignores)."""
+    command = VENV / "bin" / "abeja"
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(VENV.parent / "abejacli-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if command.exists() and _works(command):
+            return command
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True, timeout=300)
+        installed = subprocess.run(
+            [str(VENV / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", ABEJACLI],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if installed.returncode != 0:
+            said = installed.stdout + installed.stderr
+            if UNREACHABLE.search(said):
+                pytest.skip(f"pip cannot reach a package index to install {ABEJACLI}: {said[-500:]}")
+            raise AssertionError(f"pip install {ABEJACLI} failed:\n{said}")
+    assert _works(command)
+    return command
+
+
+def _works(command: Path) -> bool:
+    found = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=120)
+    return found.returncode == 0 and "2.2.8" in found.stdout
+
+
+@dataclass
+class Control:
+    process: subprocess.Popen[str]
+    api: str  # http://127.0.0.1:PORT
+
+    @property
+    def port(self) -> int:
+        return int(self.api.rsplit(":", 1)[1])
+
+    def call(self, method: str, path: str, token: str | None = TOKEN, **kwargs: object) -> httpx.Response:
+        headers = dict(kwargs.pop("headers", {}) or {})  # type: ignore[call-overload]
+        if token is not None:
+            headers.setdefault("authorization", f"Bearer {token}")
+        return httpx.request(method, self.api + path, headers=headers, timeout=60, **kwargs)  # type: ignore[arg-type]
+
+
+@contextmanager
+def control(data: Path) -> Iterator[Control]:
+    """``inferd platform serve`` with a token, answering ``*.localhost`` (the host ABEJA's clients
+    post model requests to is ``<organization>.<API host>``)."""
+    command = inferd_command(
+        "platform", "serve", "--port", "0", "--gateway-port", "0", "--data-dir", str(data)
+    )
+    env = with_this_tree(
+        {"PATH": "/usr/bin:/bin", "INFERD_AUTH_TOKENS": TOKEN, "INFERD_ALLOWED_HOSTS": ".localhost"}
+    )
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT
+    )
+    assert process.stdout is not None
+    drain = threading.Thread(target=process.stdout.read, daemon=True)
+    try:
+        for line in process.stdout:
+            match = READY.search(line)
+            if match:
+                break
+        else:
+            raise AssertionError(f"the control process exited with {process.wait()}")
+        drain.start()
+        yield Control(process, match["api"].removesuffix("/platform/v1"))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        if drain.is_alive():
+            drain.join(10)
+        process.stdout.close()
+
+
+def abeja_env(running: Control, home: Path) -> dict[str, str]:
+    """What a user of abejacli sets: the API URL, a user id and personal access token (sent as HTTP
+    Basic), an organization id. ``HTTP_PROXY`` stands in for DNS: ``<organization>.localhost``, where
+    check-endpoint-json posts, resolves nowhere on this machine, so every request goes to the control
+    process as to a proxy (the absolute URL in its request line)."""
+    return {
+        "PATH": f"{VENV / 'bin'}:/usr/bin:/bin",
+        "HOME": str(home),
+        "ABEJA_API_URL": f"http://localhost:{running.port}",
+        "ABEJA_PLATFORM_USER_ID": "1234567890123",
+        "ABEJA_PLATFORM_PERSONAL_ACCESS_TOKEN": TOKEN,
+        "ABEJA_ORGANIZATION_ID": "2345678901234",
+        "HTTP_PROXY": running.api,
+        "http_proxy": running.api,
+        "NO_PROXY": "",
+        "no_proxy": "",
+        "LANG": "C.UTF-8",
+        **({"SSL_CERT_FILE": os.environ["SSL_CERT_FILE"]} if "SSL_CERT_FILE" in os.environ else {}),
+    }
