@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute
 from inferd.platform.api.routes import ControlAPI, routes
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
+from inferd.platform.workflows.routes import workflow_routes
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
@@ -26,7 +27,7 @@ def control_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
 
 
 #: The route families the control process serves, in the order they are tried.
-FAMILIES: tuple[Family, ...] = (control_routes,)
+FAMILIES: tuple[Family, ...] = (control_routes, workflow_routes)
 
 
 def create_control_app(platform: Platform, settings: PlatformSettings) -> Starlette:
