@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from inferd.cli import abeja, client, deepaas, platform, project, serve
+from inferd.cli import abeja, client, deepaas, platform, platform_verbs, project, serve
 from inferd.cli.help import Command, Group, lazy
 
 app = typer.Typer(
@@ -56,6 +56,7 @@ app.command("call", cls=Command)(client.call_model)
 app.command(cls=Command)(project.build)
 app.add_typer(export_app, name="export")
 app.add_typer(platform.app, name="platform")
+platform_verbs.register(app)
 export_app.command("k8s", cls=Command)(project.export_k8s)
 
 

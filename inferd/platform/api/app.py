@@ -16,6 +16,7 @@ from inferd.platform.api.runs import run_routes
 from inferd.platform.console import console_login, console_routes
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
+from inferd.platform.workflows.routes import workflow_routes
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
@@ -32,6 +33,7 @@ def control_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
 FAMILIES: tuple[Family, ...] = (
     control_routes,
     run_routes,
+    workflow_routes,
     console_routes,
     abeja_routes,
 )

@@ -76,6 +76,8 @@ OPERATIONS: list[tuple[str, str, str, str | None, int, bool]] = [
     ("/services/{service}/start", "post", "Start a stopped or failed service", None, 200, False),
     ("/services/{service}/stop", "post", "Stop a service (after its in-flight requests)", None, 200, False),
     ("/services/{service}/logs", "get", "The last lines of a service's log", None, 200, False),
+    ("/services/{service}/logs/follow", "get", "Its log, then new lines (text)", None, 200, False),
+    ("/services/{service}/metrics", "get", "Requests, errors, latency from its /metrics", None, 200, False),
     ("/endpoints/{endpoint}", "get", "An endpoint, with its weights", None, 200, False),
     ("/endpoints/{endpoint}", "delete", "Delete an endpoint", None, 204, False),
     ("/deployments/{deployment}/runs", "get", "List a deployment's runs", None, 200, True),

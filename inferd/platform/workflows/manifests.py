@@ -1,0 +1,215 @@
+"""``inferd apply FILE.yaml``: a SeldonDeployment or a KServe InferenceService → a `Layout` whose
+deployment and endpoint are named after ``metadata.name``; the bundle of every service is the folder
+the file sits in.
+
+**SeldonDeployment**: each predictor is a service of inferd's graph dialect, serving a copy of the
+file that holds that predictor alone (``<file>-<predictor>.yaml`` in the bundle), which is what
+``inferd serve`` does with a SeldonDeployment (its first predictor). Its nodes run what the graph
+dialect runs: a Seldon class named by a ``componentSpecs`` container's ``MODEL_NAME`` (or a node's
+``target``) found in the file's folder, the built-in routers and combiners, remote nodes by
+``endpoint.service_host``; a prepackaged server (``implementation: SKLEARN_SERVER`` and a
+``modelUri``) is refused before anything is pushed. ``traffic`` weights the predictors (one predictor
+without ``traffic`` takes 100); a predictor with ``shadow: true`` is the endpoint's shadow, mirroring
+every request, its answers dropped. ``replicas`` → the service's workers.
+
+**InferenceService** (``serving.kserve.io``): ``spec.predictor`` is one service, given as
+
+- ``containers`` whose command or args read ``inferd serve TARGET`` (what ``inferd export k8s``
+  writes; ``/app/`` is the file's folder) with their ``env``;
+- or a model (``model: {storageUri}``, or a framework block such as ``sklearn: {storageUri}``) whose
+  ``storageUri`` is a path inside the file's folder that ``inferd serve`` serves (a project, a model
+  folder with ``inferd.yaml``, a repository). Object-storage URIs are not fetched here.
+
+``minReplicas`` → workers. ``canaryTrafficPercent: N`` gives the new revision N % and the previously
+rolled-out one (the endpoint's service with the most weight) 100 - N %; without it (or at 100) the
+new revision takes every request and the previous ones are stopped.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from inferd.core.errors import TargetError
+from inferd.platform.workflows.layout import Layout, Part, Previous, WorkflowError
+
+#: Settings of the container that the platform chooses itself (a service listens on loopback).
+PLACED_VARIABLES = frozenset({"INFERD_HOST", "INFERD_PORT", "INFERD_GRPC_PORT", "INFERD_GRPC_ENABLED"})
+#: The folder ``inferd export k8s`` copies the project into.
+IMAGE_DIR = "/app/"
+FRAMEWORKS = ("sklearn", "onnx", "xgboost", "lightgbm", "tensorflow", "pytorch", "triton", "pmml", "paddle")
+
+
+def manifest_layout(path: Path) -> Layout:
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise WorkflowError(f"{path}: cannot read as YAML: {exc}") from None
+    kind = document.get("kind") if isinstance(document, dict) else None
+    if kind == "SeldonDeployment":
+        return seldon_layout(path, document)
+    if kind == "InferenceService":
+        return kserve_layout(path, document)
+    raise WorkflowError(f"{path}: expected a SeldonDeployment or an InferenceService, not kind {kind!r}")
+
+
+def _name(path: Path, document: dict[str, Any]) -> str:
+    name = (document.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        raise WorkflowError(f"{path}: metadata.name is required: the endpoint is named after it")
+    return name
+
+
+# ---- SeldonDeployment
+
+
+def seldon_layout(path: Path, document: dict[str, Any]) -> Layout:
+    import yaml
+
+    name = _name(path, document)
+    spec = document.get("spec") or {}
+    predictors = spec.get("predictors") if isinstance(spec, dict) else None
+    if not isinstance(predictors, list) or not predictors or not all(isinstance(p, dict) for p in predictors):
+        raise WorkflowError(f"{path}: a SeldonDeployment needs spec.predictors")
+    routes: list[tuple[Part | Previous, int]] = []
+    shadows: list[Part] = []
+    for index, predictor in enumerate(predictors):
+        label = str(predictor.get("name") or f"predictor-{index}")
+        # what the predictor serves, without how traffic reaches it: a change of weights or of the
+        # shadow keeps its version and its running service
+        served = {key: value for key, value in predictor.items() if key not in ("traffic", "shadow")}
+        single = {**document, "spec": {**spec, "predictors": [served]}}
+        file = f"{path.stem}-{label}.yaml"
+        text = yaml.safe_dump(single, sort_keys=False)
+        _check_graph(path, label, text)
+        workers = _replicas(predictor, "replicas")
+        folder = path.parent.resolve()
+        part = Part(label, folder, file, "graph", {file: text}, workers, leave_out=(path.name,))
+        if predictor.get("shadow") is True:
+            shadows.append(part)
+        else:
+            routes.append((part, _traffic(path, predictor, label)))
+    if len(shadows) > 1:
+        raise WorkflowError(f"{path}: one shadow predictor per SeldonDeployment, not {len(shadows)}")
+    if not routes:
+        raise WorkflowError(f"{path}: every predictor is a shadow; one must take the traffic")
+    if len(routes) == 1 and routes[0][1] < 0:
+        routes = [(routes[0][0], 100)]
+    routes = [(part, max(0, weight)) for part, weight in routes]
+    total = sum(weight for _, weight in routes)
+    if total != 100:
+        raise WorkflowError(f"{path}: the predictors' traffic must sum to 100, not {total}")
+    shadow = (shadows[0], 100) if shadows else None
+    return Layout(name, name, tuple(routes), shadow, description=f"SeldonDeployment {name} of {path}")
+
+
+def _traffic(path: Path, predictor: dict[str, Any], label: str) -> int:
+    """The predictor's ``traffic``; -1 when it has none (100 if it is the only one, else 0)."""
+    traffic = predictor.get("traffic")
+    if traffic is None:
+        return -1
+    if isinstance(traffic, bool) or not isinstance(traffic, int) or not 0 <= traffic <= 100:
+        raise WorkflowError(f"{path}: predictor {label!r}: traffic must be 0 to 100, not {traffic!r}")
+    return traffic
+
+
+def _check_graph(path: Path, predictor: str, text: str) -> None:
+    """What the graph dialect would refuse at start-up, refused now."""
+    from inferd.dialects.graph.spec import load
+
+    with tempfile.TemporaryDirectory(prefix="inferd-apply-") as scratch:
+        single = Path(scratch) / path.name
+        single.write_text(text)
+        try:
+            load(single)
+        except TargetError as exc:
+            said = exc.message.replace(str(single), str(path))
+            raise WorkflowError(f"predictor {predictor!r}: {said}") from None
+
+
+def _replicas(section: dict[str, Any], key: str) -> int:
+    value = section.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return min(64, value)
+    return 1
+
+
+# ---- KServe InferenceService
+
+
+def kserve_layout(path: Path, document: dict[str, Any]) -> Layout:
+    name = _name(path, document)
+    predictor = (document.get("spec") or {}).get("predictor")
+    if not isinstance(predictor, dict):
+        raise WorkflowError(f"{path}: an InferenceService needs spec.predictor")
+    target, environment = _container(path, predictor) or _storage(path, predictor)
+    part = Part(
+        name,
+        path.parent.resolve(),
+        target,
+        "auto",
+        workers=_replicas(predictor, "minReplicas"),
+        environment=environment,
+        leave_out=(path.name,),
+    )
+    canary = predictor.get("canaryTrafficPercent")
+    if canary is None or canary == 100:
+        routes: tuple[tuple[Part | Previous, int], ...] = ((part, 100),)
+    elif isinstance(canary, bool) or not isinstance(canary, int) or not 0 <= canary <= 100:
+        raise WorkflowError(f"{path}: canaryTrafficPercent must be 0 to 100, not {canary!r}")
+    else:
+        routes = ((Previous(), 100 - canary), (part, canary))
+    return Layout(name, name, routes, description=f"InferenceService {name} of {path}")
+
+
+def _container(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
+    containers = predictor.get("containers")
+    if not containers:
+        return None
+    container = containers[0] if isinstance(containers, list) and isinstance(containers[0], dict) else {}
+    words = [str(word) for word in [*(container.get("command") or []), *(container.get("args") or [])]]
+    if "serve" not in words or words.index("serve") + 1 >= len(words):
+        raise WorkflowError(
+            f"{path}: the predictor's container must run 'inferd serve TARGET' (as inferd export k8s "
+            f"writes it), not {words or '(no command)'}"
+        )
+    target = words[words.index("serve") + 1].removeprefix(IMAGE_DIR) or "."
+    environment = {
+        str(item["name"]): str(item.get("value", ""))
+        for item in container.get("env") or []
+        if isinstance(item, dict) and item.get("name") and item["name"] not in PLACED_VARIABLES
+    }
+    return _inside(path, target), environment
+
+
+def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    from inferd.storage.locations import local_path
+
+    blocks = [predictor.get("model"), *(predictor.get(key) for key in FRAMEWORKS)]
+    uri = next((b.get("storageUri") for b in blocks if isinstance(b, dict) and b.get("storageUri")), None)
+    if not isinstance(uri, str):
+        raise WorkflowError(
+            f"{path}: the predictor names no model: give model.storageUri (a path beside the file) "
+            "or a container running inferd serve"
+        )
+    local = local_path(uri)
+    if local is None:
+        raise WorkflowError(
+            f"{path}: storageUri {uri!r} is in object storage; inferd apply serves paths inside "
+            f"{path.parent} (or a container running inferd serve with a model URI)"
+        )
+    return _inside(path, str(local)), {}
+
+
+def _inside(path: Path, target: str) -> str:
+    folder = path.parent.resolve()
+    file = target.split(":", 1)[0] if ":" in target and not target.startswith("/") else target
+    resolved = (folder / file).resolve()
+    if resolved != folder and folder not in resolved.parents:
+        raise WorkflowError(f"{path}: {target!r} is not inside {folder}, which is what gets deployed")
+    if not resolved.exists():
+        raise WorkflowError(f"{path}: {target!r} does not exist in {folder}")
+    return target

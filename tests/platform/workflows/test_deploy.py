@@ -1,0 +1,149 @@
+"""``inferd deploy / get / logs / delete`` against a control process: a Cortex ONNX project (the
+model built here) deployed, called through the gateway, updated under load with no failed request,
+deployed again unchanged (nothing happens), deployed broken (the deploy fails with the reason, the
+running version keeps serving), looked at, followed, deleted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.dialects.cortex.projects import SETOSA, iris_onnx
+from tests.platform.test_control import Control
+from tests.platform.workflows.conftest import Load, verb, write
+from tests.servers import ROOT, inferd_command, with_this_tree
+
+CORTEX_YAML = """
+    - kind: api
+      name: iris
+      onnx:
+        model: iris.onnx
+        request_handler: handler.py
+      compute: {cpu: 200m, mem: 1G}
+"""
+HANDLER = """
+    LABELS = ["iris-setosa", "iris-versicolor", "iris-virginica"]
+    KEYS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+
+
+    def pre_inference(sample, signature, metadata):
+        return {signature[0].name: [sample[key] for key in KEYS]}
+
+
+    def post_inference(prediction, signature, metadata):
+        return {"label": LABELS[int(prediction[0][0])], "version": VERSION}
+"""
+
+
+def project(folder: Path, version: str) -> Path:
+    handler = f"VERSION = {version!r}\n" + textwrap.dedent(HANDLER)
+    write(folder, {"cortex.yaml": CORTEX_YAML, "handler.py": handler})
+    if not (folder / "iris.onnx").exists():
+        iris_onnx(folder / "iris.onnx")
+    return folder
+
+
+def predict(gateway: str, http: httpx.Client | None = None) -> httpx.Response:
+    return (http or httpx).post(f"{gateway}/e/iris/iris", json=SETOSA, timeout=30)  # type: ignore[attr-defined]
+
+
+def deployed(platform: Control) -> tuple[list[dict], list[dict]]:
+    versions = platform.call("GET", "/deployments/iris/versions").json()
+    services = platform.call("GET", "/deployments/iris/services").json()
+    return versions, services
+
+
+def test_deploy_update_and_delete(platform: Control, tmp_path: Path) -> None:
+    folder = project(tmp_path / "iris", "1")
+    first = verb(platform, "deploy", str(folder))
+    assert first.returncode == 0, first.stderr
+    answer = predict(platform.gateway)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"label": "iris-setosa", "version": "1"}
+    versions, services = deployed(platform)
+    assert len(versions) == 1 and len(services) == 1
+    # compute.cpu → threads of numerical libraries; mem has no mapping
+    assert versions[0]["environment"]["OMP_NUM_THREADS"] == "1"
+    assert versions[0]["dialect"] == "cortex" and services[0]["workers"] == 1
+
+    again = verb(platform, "deploy", str(folder / "cortex.yaml"))
+    assert again.returncode == 0 and "up to date" in again.stdout, again.stdout + again.stderr
+    assert deployed(platform) == (versions, services)
+
+    project(folder, "2")
+    with Load(lambda http: predict(platform.gateway, http), lambda found: found["version"]) as load:
+        load.wait_for(20)
+        updated = verb(platform, "deploy", str(folder))
+        load.wait_for(len(load.answers) + 20)
+    assert updated.returncode == 0, updated.stderr
+    assert load.failures == []
+    assert "1" in load.answers and load.answers[-1] == "2"
+    assert predict(platform.gateway).json()["version"] == "2"
+    versions, services = deployed(platform)
+    assert len(versions) == 2 and [s["state"] for s in services] == ["running"]
+
+    (folder / "handler.py").write_text("import this_module_does_not_exist\n")
+    broken = verb(platform, "deploy", str(folder), "--timeout", "120")
+    assert broken.returncode == 1
+    assert "failed to start" in broken.stderr and "this_module_does_not_exist" in broken.stderr, broken.stderr
+    assert predict(platform.gateway).json()["version"] == "2"
+    after_versions, after_services = deployed(platform)
+    assert after_services == services and len(after_versions) == 3  # the failed service is gone
+
+    got = verb(platform, "get", "iris", "--json")
+    assert got.returncode == 0, got.stderr
+    status = json.loads(got.stdout)
+    assert status["status"] == "live" and status["replicas"] == "1/1"
+    assert status["requests"] >= 20 and status["latency_ms"]["p50"] > 0
+    listed = verb(platform, "get")
+    assert "iris" in listed.stdout and "live" in listed.stdout
+
+    logs = verb(platform, "logs", "iris", "--no-follow", "--lines", "50")
+    assert logs.returncode == 0 and "inferd ready" in logs.stdout
+    command = inferd_command("logs", "iris", "--url", platform.api.removesuffix("/platform/v1"))
+    follower = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=with_this_tree({}), cwd=ROOT)
+    try:
+        assert follower.stdout is not None
+        assert "inferd" in follower.stdout.readline()  # the last lines, then it waits for more
+        assert follower.poll() is None
+    finally:
+        follower.terminate()
+        follower.wait(10)
+        if follower.stdout is not None:
+            follower.stdout.close()
+
+    deleted = verb(platform, "delete", "iris")
+    assert deleted.returncode == 0, deleted.stderr
+    assert predict(platform.gateway).status_code == 404
+    assert platform.call("GET", "/deployments/iris").status_code == 404
+    missing = verb(platform, "delete", "iris")
+    assert missing.returncode == 1 and "no deployment" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("api", "workers", "environment"),
+    [
+        ({"compute": {"min_replicas": 3, "cpu": "1500m", "gpu": 0}}, 3, {"OMP_NUM_THREADS": "2"}),
+        ({"autoscaling": {"min_replicas": 1, "init_replicas": 2, "workers_per_replica": 2}}, 4, {}),
+        ({"compute": {"cpu": 2}}, 1, {"MKL_NUM_THREADS": "2"}),
+    ],
+)
+def test_compute_and_autoscaling_map(api: dict, workers: int, environment: dict[str, str]) -> None:
+    from inferd.platform.workflows.cortex import environment_of, workers_of
+
+    assert workers_of(api) == workers
+    found = environment_of(api)
+    assert environment.items() <= found.items()
+    assert ("CUDA_VISIBLE_DEVICES" in found) == (api.get("compute", {}).get("gpu") == 0)
+
+
+def test_bad_cortex_yaml_fails_before_anything(platform: Control, tmp_path: Path) -> None:
+    folder = write(tmp_path / "bad", {"cortex.yaml": "- kind: api\n  name: x\n"})
+    bad = verb(platform, "deploy", str(folder))
+    assert bad.returncode == 2 and "api x" in bad.stderr
+    assert platform.call("GET", "/deployments/x").status_code == 404
