@@ -51,7 +51,8 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
 
-# The Swagger UI test drives Debian's Chromium headless (never a browser download).
+# The browser tests drive Debian's Chromium headless (never a browser download); the platform's
+# HAProxy data path is tested against Debian's haproxy.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 browser:
-	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+	@command -v chromium >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium haproxy; }

@@ -14,7 +14,6 @@ import typer
 from inferd.cli.common import fail
 from inferd.cli.help import Command
 from inferd.cli.platform import DEFAULT_URL, JsonOption, UrlOption, _call, _pairs, _quoted, _show, app
-from inferd.storage.locations import is_remote
 
 RUN_COLUMNS = ("id", "version_id", "state", "inputs", "output", "reason", "created_at", "finished_at")
 FINAL = frozenset({"succeeded", "failed", "cancelled"})
@@ -22,6 +21,8 @@ FINAL = frozenset({"succeeded", "failed", "cancelled"})
 
 def _location(text: str) -> str:
     """A storage URI as it is, a local path made absolute."""
+    from inferd.storage.locations import is_remote  # when used: the package loads the settings
+
     return text if is_remote(text) else str(Path(text).expanduser().resolve())
 
 
@@ -102,7 +103,7 @@ def create_trigger(
 ) -> None:
     """Run VERSION for each new file that appears under the input folder or prefix."""
     watched = _location(input)
-    if is_remote(watched) and not watched.endswith("/"):
+    if "://" in watched and not watched.endswith("/"):
         watched += "/"
     body = {"version": version, "input": watched, "output": _location(output), "enabled": not disabled}
     _show(_call(url, "POST", f"/deployments/{_quoted(deployment)}/triggers", body), json_output)

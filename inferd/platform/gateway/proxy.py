@@ -160,6 +160,9 @@ class Gateway:
             return
         body: bytes = message.get("body", b"")
         more: bool = message.get("more_body", False)
+        if len(body) > self.max_body_size:  # a chunked body can arrive whole in the first message
+            await self.refuse(self.too_large(), name, scope, receive, send)
+            return
         chunked = more and length is None
         if length is not None or not body:
             framing = b""  # the client's Content-Length is among the fields, or there is no body
