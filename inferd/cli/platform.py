@@ -256,6 +256,3 @@ def endpoints(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOp
     """List a deployment's endpoints with their weights."""
     found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/endpoints")
     _show(found, json_output, ("id", "name", "routes", "shadow_service_id", "shadow_percent"))
-
-
-from inferd.cli import platform_runs as _platform_runs  # noqa: E402, F401  (its verbs join `app`)
