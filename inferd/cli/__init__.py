@@ -13,8 +13,16 @@ from typing import Annotated
 
 import typer
 
-from inferd.cli import abeja, client, deepaas, platform, platform_verbs, project, serve
-from inferd.cli import platform_runs  # noqa: F401  (its run and trigger verbs join `platform.app`)
+from inferd.cli import (
+    abeja,
+    client,
+    deepaas,
+    platform,
+    platform_runs,  # noqa: F401  (its run and trigger verbs join `platform.app`)
+    platform_verbs,
+    project,
+    serve,
+)
 from inferd.cli.help import Command, Group, lazy
 
 app = typer.Typer(
