@@ -59,6 +59,9 @@ class NewTrigger(Body):
     input: str = Field(description="An absolute folder path, or a storage prefix ending with '/'")
     output: str = Field(description="The absolute path of the folder the answers are written to")
     enabled: bool = True
+    parameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Environment variables of each run's process"
+    )
 
 
 class TriggerChange(Body):
