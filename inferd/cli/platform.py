@@ -180,11 +180,14 @@ def start(
     version: Annotated[str, typer.Argument(help="The version's id.")],
     workers: Annotated[int, typer.Option(help="Worker processes of its server.")] = 1,
     env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE; repeatable.")] = None,
+    engine: Annotated[
+        str, typer.Option(help="local, or ray: Ray Serve replicas (--workers of them; INFERD_RAY_ADDRESS).")
+    ] = "local",
     url: UrlOption = DEFAULT_URL,
     json_output: JsonOption = False,
 ) -> None:
     """Start a service running VERSION of DEPLOYMENT."""
-    body = {"version": version, "workers": workers, "environment": _pairs(env, "--env")}
+    body = {"version": version, "workers": workers, "environment": _pairs(env, "--env"), "engine": engine}
     _show(_call(url, "POST", f"/deployments/{_quoted(deployment)}/services", body), json_output)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,8 +24,11 @@ class NewDeployment(Body):
 
 class NewService(Body):
     version: str = Field(description="The id of the version to run")
-    workers: int = Field(1, ge=1, le=64)
+    workers: int = Field(1, ge=1, le=64, description="Worker processes, or Ray Serve replicas (engine ray)")
     environment: dict[str, str] = Field(default_factory=dict)
+    engine: Literal["local", "ray"] = Field(
+        "local", description="local: inferd serve processes on loopback; ray: inferd serve --engine ray"
+    )
 
 
 class RouteBody(Body):
