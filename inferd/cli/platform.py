@@ -180,11 +180,14 @@ def start(
     version: Annotated[str, typer.Argument(help="The version's id.")],
     workers: Annotated[int, typer.Option(help="Worker processes of its server.")] = 1,
     env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE; repeatable.")] = None,
+    engine: Annotated[
+        str, typer.Option(help="local, or ray: Ray Serve replicas (--workers of them; INFERD_RAY_ADDRESS).")
+    ] = "local",
     url: UrlOption = DEFAULT_URL,
     json_output: JsonOption = False,
 ) -> None:
     """Start a service running VERSION of DEPLOYMENT."""
-    body = {"version": version, "workers": workers, "environment": _pairs(env, "--env")}
+    body = {"version": version, "workers": workers, "environment": _pairs(env, "--env"), "engine": engine}
     _show(_call(url, "POST", f"/deployments/{_quoted(deployment)}/services", body), json_output)
 
 
@@ -256,3 +259,36 @@ def endpoints(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOp
     """List a deployment's endpoints with their weights."""
     found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/endpoints")
     _show(found, json_output, ("id", "name", "routes", "shadow_service_id", "shadow_percent"))
+
+
+@app.command("export-k8s", cls=Command)
+def export_k8s(
+    deployment: str,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The folder the YAML files go to.")],
+    gateway: Annotated[str, typer.Option(help="The Gateway the routes attach to.")] = "inferd",
+    gateway_namespace: Annotated[
+        str | None, typer.Option(help="Its namespace [default: the routes'].")
+    ] = None,
+    hostname: Annotated[
+        list[str] | None, typer.Option(help="A host name the routes answer; repeatable.")
+    ] = None,
+    image: Annotated[
+        str, typer.Option(help="Each version's image: {deployment}, {label}, {version}, {digest} filled in.")
+    ] = "{deployment}:{label}",
+    url: UrlOption = DEFAULT_URL,
+) -> None:
+    """Write DEPLOYMENT's endpoints as Gateway API HTTPRoutes (their weights as backendRefs) beside a
+    Deployment and Service per service they route to, for `kubectl apply -f`."""
+    from inferd.platform.workflows import Control, ControlError, WorkflowError
+    from inferd.platform.workflows.kubernetes import Target, export
+
+    target = Target(gateway, gateway_namespace, tuple(hostname or ()), image)
+    try:
+        with Control(url) as control:
+            files = export(control, deployment, target)
+    except (ControlError, WorkflowError, KeyError, IndexError, ValueError) as exc:
+        fail(f"{deployment}: {exc}", code=1)
+    output.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (output / name).write_text(text)
+        print(output / name, flush=True)

@@ -97,6 +97,9 @@ def create_trigger(
     version: Annotated[str, typer.Argument(help="The version's id.")],
     input: Annotated[str, typer.Option("--input", "-i", help="The folder (or storage prefix/) to watch.")],
     output: Annotated[str, typer.Option("--output", "-o", help="The folder the answers go to.")],
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-e", help="KEY=VALUE for each run's process; repeatable.")
+    ] = None,
     disabled: Annotated[bool, typer.Option("--disabled", help="Create it disabled.")] = False,
     url: UrlOption = DEFAULT_URL,
     json_output: JsonOption = False,
@@ -105,7 +108,13 @@ def create_trigger(
     watched = _location(input)
     if "://" in watched and not watched.endswith("/"):
         watched += "/"
-    body = {"version": version, "input": watched, "output": _location(output), "enabled": not disabled}
+    body = {
+        "version": version,
+        "input": watched,
+        "output": _location(output),
+        "enabled": not disabled,
+        "parameters": _pairs(param, "--param"),
+    }
     _show(_call(url, "POST", f"/deployments/{_quoted(deployment)}/triggers", body), json_output)
 
 

@@ -1,5 +1,7 @@
 """Kubernetes manifests for a model project's image: a plain Deployment (with its Service and
-HorizontalPodAutoscaler), a KServe InferenceService with a custom container, or a KubeRay RayService.
+HorizontalPodAutoscaler), a KServe InferenceService with a custom container, or a KubeRay RayService;
+and for a platform deployment (`inferd.platform.workflows.kubernetes`): a `workload` per service and a
+Gateway API `http_route` per endpoint, splitting its requests by weight.
 
 Every kind runs the same command, ``inferd serve`` on the target as the image holds it; settings
 given on the command line travel as ``INFERD_*`` variables (the RayService: as the application's
@@ -141,6 +143,94 @@ def deployment(project: Project, image: str) -> list[Manifest]:
             },
         },
     ]
+
+
+def workload(name: str, image: str, command: list[str], variables: dict[str, str]) -> list[Manifest]:
+    """A Deployment of one pod running ``command`` (an ``inferd serve``, HTTP on `HTTP_PORT`, gRPC off)
+    in ``image`` with ``variables``, and its Service: what the platform exports for one service."""
+    container = {
+        "name": "inferd",
+        "image": image,
+        "command": command,
+        "env": _env(
+            {
+                "INFERD_HOST": "0.0.0.0",
+                "INFERD_PORT": str(HTTP_PORT),
+                "INFERD_GRPC_ENABLED": "false",
+                **variables,
+            }
+        ),
+        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+        **_probes(),
+        "resources": {"requests": dict(REQUESTS)},
+    }
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _metadata(name),
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": _labels(name)},
+                "template": {"metadata": {"labels": _labels(name)}, "spec": {"containers": [container]}},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _metadata(name),
+            "spec": {
+                "selector": _labels(name),
+                "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
+            },
+        },
+    ]
+
+
+def http_route(
+    name: str,
+    path: str,
+    backends: list[tuple[str, int]],
+    gateway: str,
+    gateway_namespace: str | None = None,
+    mirror: tuple[str, int] | None = None,
+    hostnames: tuple[str, ...] = (),
+) -> Manifest:
+    """A Gateway API (v1) HTTPRoute attached to ``gateway``: requests under ``path`` (a prefix, which
+    is taken off) split over the Services ``backends`` (name, weight), and ``mirror`` (name, percent)
+    sent a copy of that share of them."""
+    parent: dict[str, Any] = {"name": gateway}
+    if gateway_namespace:
+        parent["namespace"] = gateway_namespace
+    filters: list[dict[str, Any]] = [
+        {
+            "type": "URLRewrite",
+            "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
+        }
+    ]
+    if mirror is not None:
+        shadow, percent = mirror
+        copy: dict[str, Any] = {"backendRef": {"name": shadow, "port": HTTP_PORT}}
+        if percent < 100:
+            copy["percent"] = percent
+        filters.append({"type": "RequestMirror", "requestMirror": copy})
+    rule = {
+        "matches": [{"path": {"type": "PathPrefix", "value": path}}],
+        "filters": filters,
+        "backendRefs": [
+            {"name": service, "port": HTTP_PORT, "weight": weight} for service, weight in backends
+        ],
+    }
+    spec: dict[str, Any] = {"parentRefs": [parent]}
+    if hostnames:
+        spec["hostnames"] = list(hostnames)
+    spec["rules"] = [rule]
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": _metadata(name),
+        "spec": spec,
+    }
 
 
 def kserve(project: Project, image: str) -> list[Manifest]:

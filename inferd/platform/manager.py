@@ -12,6 +12,7 @@ no longer routed to is stopped only once its in-flight requests are answered.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import random
 import shutil
@@ -88,14 +89,18 @@ class Platform:
         version_id: str,
         workers: int = 1,
         environment: Mapping[str, str] | None = None,
+        engine: str = "local",
     ) -> Service:
-        """Record a service of ``version_id`` and start it; it is ``starting`` until its server is ready."""
+        """Record a service of ``version_id`` and start it; it is ``starting`` until its server is ready.
+        ``engine`` ``ray`` runs it on Ray Serve (InvalidInput when Ray is not installed)."""
         found = self.store.deployment(deployment)
         version = self.store.version(version_id)
         if version.deployment_id != found.id:
             raise InvalidInput(f"version {version_id} is not a version of deployment {found.name}")
+        if engine == "ray" and importlib.util.find_spec("ray") is None:
+            raise InvalidInput("the ray engine needs Ray Serve beside inferd: pip install 'inferd[ray]'")
         service = self.store.add_service(
-            found.id, version.id, workers=workers, environment=dict(environment or {})
+            found.id, version.id, engine=engine, workers=workers, environment=dict(environment or {})
         )
         return await self.start_service(service.id)
 
@@ -211,6 +216,7 @@ class Platform:
             workers=service.workers,
             environment={**version.environment, **service.environment},
             port=service.port,
+            engine=service.engine,
         )
 
     def _routed(self, service_id: str) -> bool:

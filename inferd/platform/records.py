@@ -148,3 +148,5 @@ class Trigger:
     output: str
     enabled: bool = True
     created_at: datetime = field(default_factory=now)
+    #: Environment variables of each run it starts (as a run's ``parameters``).
+    parameters: dict[str, Any] = field(default_factory=dict)

@@ -4,6 +4,7 @@ setting from ``INFERD_*`` variables."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
@@ -36,3 +37,8 @@ class PlatformSettings(ServerSettings):
 
     max_parallel_runs: int = Field(4, ge=1)
     """Runs that go at once; the others wait, ``pending``."""
+
+    abeja_datalake_dir: Path | None = None
+    """The folder standing for ABEJA's DataLake in the ABEJA-compatible API's runs and triggers:
+    channel ``C`` is the folder ``C`` in it, its file ``F`` the file ``C/F``. Unset: ``platform/datalake``
+    in ``data_dir``."""

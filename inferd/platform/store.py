@@ -151,6 +151,10 @@ MIGRATIONS: tuple[str, ...] = (
         user_env_vars TEXT NOT NULL
     );
     """,
+    # 3: a trigger's parameters, given to each run it starts (ABEJA's trigger environment)
+    """
+    ALTER TABLE triggers ADD COLUMN parameters TEXT NOT NULL DEFAULT '{}';
+    """,
 )
 
 #: A service in these states runs nothing, so it may be deleted (and its deployment with it).
@@ -245,7 +249,7 @@ RUNS = _Kind(
     Run,
     {**_TIMES, "state": RunState, "parameters": json.loads, "inputs": lambda text: tuple(json.loads(text))},
 )
-TRIGGERS = _Kind("trigger", "triggers", Trigger, {**_TIMES, "enabled": bool})
+TRIGGERS = _Kind("trigger", "triggers", Trigger, {**_TIMES, "enabled": bool, "parameters": json.loads})
 
 
 # -- checks of values --------------------------------------------------------------------------------
@@ -736,15 +740,31 @@ class Store:
     # triggers
 
     def add_trigger(
-        self, deployment_id: str, version_id: str, input: str, output: str, enabled: bool = True
+        self,
+        deployment_id: str,
+        version_id: str,
+        input: str,
+        output: str,
+        enabled: bool = True,
+        parameters: Mapping[str, Any] | None = None,
     ) -> Trigger:
+        """A trigger; ``parameters`` are given to each run it starts."""
         _text("input", input, empty=False)
         _text("output", output, empty=False)
         _TRIGGER_CHANGES["enabled"](enabled)
+        checked_parameters = _json_object("parameters", parameters or {})
         with self._write() as db:
             deployment = self._deployment(db, deployment_id)
             version = self._version_of(db, deployment, version_id)
-            record = Trigger(new_id("trigger"), deployment.id, version.id, input, output, enabled)
+            record = Trigger(
+                new_id("trigger"),
+                deployment.id,
+                version.id,
+                input,
+                output,
+                enabled,
+                parameters=checked_parameters,
+            )
             _insert(db, TRIGGERS, record)
         return record
 
@@ -795,7 +815,8 @@ class Store:
 
     def add_trigger_run(self, trigger_id: str, key: str, inputs: Sequence[str], output: str) -> Run | None:
         """What a trigger does with ``key`` (a file or object name) in one transaction: record it seen
-        and add a ``pending`` run of the trigger's version over ``inputs``. None, and nothing written,
+        and add a ``pending`` run of the trigger's version over ``inputs``, with the trigger's
+        parameters. None, and nothing written,
         when the trigger saw ``key`` before or is disabled: one run per file, however often asked."""
         _text("key", key, empty=False)
         checked_inputs = tuple(_text("an input", item, empty=False) for item in inputs)
@@ -817,6 +838,7 @@ class Store:
                 RunState.PENDING,
                 checked_inputs,
                 output,
+                dict(trigger.parameters),
                 trigger_id=trigger.id,
             )
             _insert(db, RUNS, record)

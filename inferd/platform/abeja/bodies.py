@@ -28,6 +28,10 @@ def _environment(value: Environment) -> Environment:
     return value
 
 
+def _optional_environment(value: Environment | None) -> Environment | None:
+    return None if value is None else _environment(value)
+
+
 class NewDeployment(Body):
     name: str
     description: str | None = ""
@@ -69,6 +73,33 @@ class NewEndpoint(Body):
 
 class EndpointChange(Body):
     service_id: str
+
+
+class NewRun(Body):
+    """``submit-run``: ``input_data``/``output_template`` map an operator (``$datalake:1``) to where;
+    ``retry_count`` is accepted (0 to 9, as ABEJA checks it) but a run is tried once."""
+
+    version_id: str
+    input_data: dict[str, str] = Field(default_factory=dict)
+    output_template: dict[str, str] | None = None
+    environment: Environment | None = None
+    retry_count: int = Field(0, ge=0, le=9)
+
+    _check = field_validator("environment")(_optional_environment)
+
+
+class NewTrigger(Body):
+    """``create-trigger``: the input (and output) service is ``datalake`` with a channel id."""
+
+    version_id: str
+    input_service_name: str
+    input_service_id: str
+    output_service_name: str | None = None
+    output_service_id: str | None = None
+    environment: Environment | None = None
+    retry_count: int = Field(0, ge=0, le=9)
+
+    _check = field_validator("environment")(_optional_environment)
 
 
 def parse(model: type[Body], raw: bytes) -> Any:

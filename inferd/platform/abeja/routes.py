@@ -5,7 +5,7 @@ to. Any organization id is accepted and echoed: one control process is one organ
 
 A version arrives in two calls, as on ABEJA: ``POST .../versions`` answers the version's id and a
 presigned ``upload_url`` (kept pending in memory, nothing stored), and the ``PUT`` of the archive to it
-stores the bundle and the version under that id. Runs and triggers answer 501 for now.
+stores the bundle and the version under that id. Runs and triggers are `AbejaRuns`'.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from inferd.platform.abeja.bodies import (
 from inferd.platform.abeja.extras import Extras, ServiceExtras, VersionExtras
 from inferd.platform.abeja.forward import Forwarder
 from inferd.platform.abeja.presign import LIFETIME_SECONDS, Presigner
+from inferd.platform.abeja.runs import AbejaRuns, Datalake
 from inferd.platform.datapath import GatewayPath
 from inferd.platform.manager import Platform
 from inferd.platform.records import Deployment, Endpoint, Service, new_id
@@ -371,8 +372,7 @@ class AbejaAPI:
         return JSONResponse(
             shapes.error(
                 501,
-                f"inferd does not serve ABEJA {what} yet; run the version with 'inferd run' (batch) "
-                "or serve it with a service",
+                f"inferd does not serve ABEJA {what} yet: push the project as a version instead",
             ),
             status_code=501,
         )
@@ -411,9 +411,10 @@ DATA_METHODS = ["GET", "POST", "PUT"]
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
-def routes(api: AbejaAPI) -> list[BaseRoute]:
+def routes(api: AbejaAPI, runs: AbejaRuns) -> list[BaseRoute]:
     """The table: (path, methods, handler); a route whose methods change state is a `ControlRoute`."""
     d = "/deployments/{deployment}"
+    r, t = f"{d}/runs/{{run}}", f"{d}/triggers/{{trigger}}"
     table: list[tuple[str, list[str], Handler]] = [
         ("", ["GET"], api.organization),
         ("/deployments", ["GET"], api.deployments),
@@ -440,12 +441,19 @@ def routes(api: AbejaAPI) -> list[BaseRoute]:
         (f"{d}/endpoints/{{endpoint}}", ["GET"], api.endpoint),
         (f"{d}/endpoints/{{endpoint}}", ["PATCH"], api.update_endpoint),
         (f"{d}/endpoints/{{endpoint}}", ["DELETE"], api.delete_endpoint),
+        (f"{d}/runs", ["GET"], runs.list_runs),
+        (f"{d}/runs", ["POST"], runs.submit),
+        (r, ["GET"], runs.run),
+        (f"{r}/logs", ["GET"], runs.logs),
+        (f"{r}/recentlogs", ["GET"], runs.recent_logs),
+        (f"{d}/triggers", ["GET"], runs.list_triggers),
+        (f"{d}/triggers", ["POST"], runs.create_trigger),
+        (t, ["GET"], runs.trigger),
+        (t, ["DELETE"], runs.delete_trigger),
+        (f"{t}/runs", ["GET"], runs.trigger_runs),
+        (f"{d}/git", ALL_METHODS, api.not_built),
+        (f"{d}/git/{{rest:path}}", ALL_METHODS, api.not_built),
     ]
-    for what in ("runs", "triggers", "git"):
-        table += [
-            (f"{d}/{what}", ALL_METHODS, api.not_built),
-            (f"{d}/{what}/{{rest:path}}", ALL_METHODS, api.not_built),
-        ]
     built: list[BaseRoute] = [
         (Route if methods == ["GET"] else ControlRoute)(PREFIX + path, abeja_errors(handler), methods=methods)
         for path, methods, handler in table
@@ -464,4 +472,7 @@ def routes(api: AbejaAPI) -> list[BaseRoute]:
 
 def abeja_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:
     """The family `inferd.platform.api.app.FAMILIES` serves."""
-    return routes(AbejaAPI(platform, settings))
+    root = settings.data_dir / "platform"
+    datalake = Datalake(settings.abeja_datalake_dir or root / "datalake", root / "abeja-outputs")
+    api = AbejaAPI(platform, settings)
+    return routes(api, AbejaRuns(platform, datalake, api.extras))

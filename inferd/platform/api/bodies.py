@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,8 +24,11 @@ class NewDeployment(Body):
 
 class NewService(Body):
     version: str = Field(description="The id of the version to run")
-    workers: int = Field(1, ge=1, le=64)
+    workers: int = Field(1, ge=1, le=64, description="Worker processes, or Ray Serve replicas (engine ray)")
     environment: dict[str, str] = Field(default_factory=dict)
+    engine: Literal["local", "ray"] = Field(
+        "local", description="local: inferd serve processes on loopback; ray: inferd serve --engine ray"
+    )
 
 
 class RouteBody(Body):
@@ -59,6 +62,9 @@ class NewTrigger(Body):
     input: str = Field(description="An absolute folder path, or a storage prefix ending with '/'")
     output: str = Field(description="The absolute path of the folder the answers are written to")
     enabled: bool = True
+    parameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Environment variables of each run's process"
+    )
 
 
 class TriggerChange(Body):

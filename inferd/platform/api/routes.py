@@ -105,7 +105,7 @@ class ControlAPI:
     async def create_service(self, request: Request) -> Response:
         body: NewService = parse(NewService, await request.body())
         service = await self.platform.create_service(
-            request.path_params["deployment"], body.version, body.workers, body.environment
+            request.path_params["deployment"], body.version, body.workers, body.environment, body.engine
         )
         return answer(service, 201)
 

@@ -55,7 +55,12 @@ class RunsAPI:
     async def create_trigger(self, request: Request) -> Response:
         body: NewTrigger = parse(NewTrigger, await request.body())
         trigger = await self.runs.create_trigger(
-            request.path_params["deployment"], body.version, body.input, body.output, body.enabled
+            request.path_params["deployment"],
+            body.version,
+            body.input,
+            body.output,
+            body.enabled,
+            body.parameters,
         )
         return answer(trigger, 201)
 

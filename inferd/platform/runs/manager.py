@@ -115,21 +115,29 @@ class Runs:
     # ---- triggers
 
     async def create_trigger(
-        self, deployment: str, version_id: str, input: str, output: str, enabled: bool = True
+        self,
+        deployment: str,
+        version_id: str,
+        input: str,
+        output: str,
+        enabled: bool = True,
+        parameters: Mapping[str, Any] | None = None,
     ) -> Trigger:
-        """A trigger running ``version_id`` for each file that appears under ``input`` from now on."""
+        """A trigger running ``version_id`` for each file that appears under ``input`` from now on,
+        each run with ``parameters`` (checked as a run's)."""
         found = self.store.deployment(deployment)
         version = self.store.version(version_id)
         if version.deployment_id != found.id:
             raise InvalidInput(f"version {version_id} is not a version of deployment {found.name!r}")
         locations.check_watched(input)
         locations.check_output(output)
+        environment = _parameters(parameters or {})
         try:
             there = await asyncio.to_thread(locations.watched, input, self.storage_check_seconds)
         except StorageError as exc:
             raise InvalidInput(f"input {input!r}: {exc}") from None
         # no await from here: the watcher does not look at the trigger before its files are marked
-        trigger = self.store.add_trigger(found.id, version.id, input, output, enabled)
+        trigger = self.store.add_trigger(found.id, version.id, input, output, enabled, environment)
         for key in there:
             self.store.trigger_saw(trigger.id, key)
         return trigger

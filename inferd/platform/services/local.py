@@ -349,7 +349,11 @@ class LocalRunner:
     def _command(self, service: _Service) -> list[str]:
         spec = service.spec
         command = [self.python, "-m", "inferd", "serve", spec.target, "--host", "127.0.0.1"]
-        command += ["--port", str(service.port or 0), "--grpc-port", "0", "--workers", str(spec.workers)]
+        command += ["--port", str(service.port or 0)]
+        if spec.engine == "ray":  # Ray's proxy serves HTTP; replicas instead of worker processes
+            command += ["--engine", "ray", "--replicas", str(spec.workers)]
+        else:
+            command += ["--grpc-port", "0", "--workers", str(spec.workers)]
         if spec.dialect != "auto":
             command += ["--dialect", spec.dialect]
         return command

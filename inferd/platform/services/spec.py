@@ -12,11 +12,13 @@ from inferd.platform.records import ServiceState
 
 @dataclass(frozen=True)
 class ServiceSpec:
-    """One service to run: ``inferd serve TARGET`` in ``folder`` (an unpacked version).
+    """One service to run: ``inferd serve TARGET`` in ``folder`` (an unpacked version), with
+    ``engine`` ``local`` (``workers`` processes) or ``ray`` (``--engine ray``: ``workers`` Ray Serve
+    replicas, on a local Ray of its own or the cluster at ``INFERD_RAY_ADDRESS`` in its environment).
 
-    ``port`` is the loopback HTTP port to listen on; None picks a free one at the first start, which
-    every restart then keeps. ``environment`` is added to the runner's own. The output goes to
-    ``log_dir/<service_id>.log``.
+        ``port`` is the loopback HTTP port to listen on; None picks a free one at the first start, which
+        every restart then keeps. ``environment`` is added to the runner's own. The output goes to
+        ``log_dir/<service_id>.log``.
     """
 
     service_id: str
@@ -27,6 +29,7 @@ class ServiceSpec:
     workers: int = 1
     environment: dict[str, str] = field(default_factory=dict)
     port: int | None = None
+    engine: str = "local"
 
 
 @dataclass(frozen=True)

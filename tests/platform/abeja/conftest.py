@@ -80,14 +80,20 @@ class Control:
 
 
 @contextmanager
-def control(data: Path) -> Iterator[Control]:
+def control(data: Path, **variables: str) -> Iterator[Control]:
     """``inferd platform serve`` with a token, answering ``*.localhost`` (the host ABEJA's clients
-    post model requests to is ``<organization>.<API host>``)."""
+    post model requests to is ``<organization>.<API host>``); ``variables`` are added to its
+    environment (``INFERD_TRIGGER_POLL_SECONDS="0.2"``)."""
     command = inferd_command(
         "platform", "serve", "--port", "0", "--gateway-port", "0", "--data-dir", str(data)
     )
     env = with_this_tree(
-        {"PATH": "/usr/bin:/bin", "INFERD_AUTH_TOKENS": TOKEN, "INFERD_ALLOWED_HOSTS": ".localhost"}
+        {
+            "PATH": "/usr/bin:/bin",
+            "INFERD_AUTH_TOKENS": TOKEN,
+            "INFERD_ALLOWED_HOSTS": ".localhost",
+            **variables,
+        }
     )
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT

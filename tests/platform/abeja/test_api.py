@@ -106,7 +106,7 @@ def test_bad_bodies_and_origins(running: Control) -> None:
     assert names == ["api"]
 
 
-@pytest.mark.parametrize("path", ["runs", "triggers", "runs/run-1/logs"])
-def test_runs_and_triggers_are_501(running: Control, path: str) -> None:
+@pytest.mark.parametrize("path", ["git", "git/versions"])
+def test_git_versions_are_501(running: Control, path: str) -> None:
     answer = running.call("POST", f"{ORG}/deployments/api/{path}", json={})
     assert answer.status_code == 501 and answer.json()["error"] == "not_implemented"

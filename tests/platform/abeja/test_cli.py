@@ -1,6 +1,7 @@
 """``abeja model ...`` from the published abejacli 2.2.8 against a control process: a deployment, a
 version uploaded from a handler project, a service, an endpoint, the handler's answer through it and
-through the service, the logs, the archive downloaded, and everything deleted again."""
+through the service, the logs, the archive downloaded, a run over a DataLake channel's file (a folder)
+and a trigger on another, and everything deleted again."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_abeja_model_commands(abeja_cli: Path, tmp_path: Path) -> None:
     (project / "weights.bin").write_bytes(random.Random(0).randbytes(32 * 1024))
     home = tmp_path / "home"
     home.mkdir()
-    with control(tmp_path / "data") as running:
+    with control(tmp_path / "data", INFERD_TRIGGER_POLL_SECONDS="0.2") as running:
         abeja = Abeja(abeja_cli, running, home)
         deployment = abeja.json("create-deployment", "-n", "greeter", "-e", "COLOUR:blue")
         dep = deployment["deployment_id"]
@@ -115,19 +116,46 @@ def test_abeja_model_commands(abeja_cli: Path, tmp_path: Path) -> None:
         with tarfile.open(archive) as tar:
             assert "main.py" in tar.getnames()
 
-        refused = abeja.run(
+        datalake = tmp_path / "data" / "platform" / "datalake"
+        (datalake / "1111111111111").mkdir(parents=True)
+        (datalake / "1111111111111" / "in.json").write_text(json.dumps({"name": "batch"}))
+        submitted = abeja.json(
             "submit-run",
-            "-d",
-            dep,
-            "-v",
-            ver,
-            "--input_operator",
-            "$datalake:1",
-            "--input_target",
-            "1/2",
-            ok=False,
+            *("-d", dep, "-v", ver, "--input_operator", "$datalake:1"),
+            *("--input_target", "1111111111111/in.json"),
+            *("--output_operator", "$datalake:1", "--output_target", "2222222222222"),
+            *("-e", "COLOUR:green"),
         )
-        assert refused.returncode != 0 and "not_implemented" in refused.stderr + refused.stdout
+        run = submitted["run_id"]
+        assert submitted["input_data"] == {"$datalake:1": "1111111111111/in.json"}
+        deadline = time.monotonic() + 90
+        while (status := abeja.json("describe-runs", "-d", dep, "-r", run)["status"]) != "SUCCEEDED":
+            assert status in ("PENDING", "RUNNING") and time.monotonic() < deadline, status
+            time.sleep(0.5)
+        written = json.loads((datalake / "2222222222222" / "in.json").read_text())
+        assert written == {"greeting": "hello", "colour": "green", "asked": {"name": "batch"}}
+        assert [r["run_id"] for r in abeja.json("describe-runs", "-d", dep)["entries"]] == [run]
+        run_logs = abeja.json("describe-run-logs", "-d", dep, "-r", run)["events"]
+        assert any("in.json" in event["message"] for event in run_logs), run_logs
+
+        trigger = abeja.json(
+            "create-trigger",
+            *("-d", dep, "-v", ver, "--input_service_name", "datalake"),
+            *("--input_service_id", "3333333333333", "--output_service_name", "datalake"),
+            *("--output_service_id", "4444444444444"),
+        )
+        trg = trigger["trigger_id"]
+        assert [t["trigger_id"] for t in abeja.json("describe-triggers", "-d", dep)["entries"]] == [trg]
+        assert abeja.json("describe-triggers", "-d", dep, "-t", trg)["input_service_id"] == "3333333333333"
+        (datalake / "3333333333333" / "new.json").write_text(json.dumps({"name": "new"}))
+        deadline = time.monotonic() + 90
+        while [r["status"] for r in abeja.json("describe-runs", "-d", dep)["entries"]] != ["SUCCEEDED"] * 2:
+            assert time.monotonic() < deadline, abeja.json("describe-runs", "-d", dep)
+            time.sleep(0.5)
+        answer = json.loads((datalake / "4444444444444" / "new.json").read_text())
+        assert answer["colour"] == "blue"  # the deployment's default environment
+        assert abeja.json("delete-trigger", "-d", dep, "-t", trg) == {"message": f"{trg} deleted"}
+        assert abeja.json("describe-triggers", "-d", dep)["entries"] == []
 
         abeja.json("delete-endpoint", "-d", dep, "-e", endpoint["endpoint_id"])
         assert abeja.json("stop-service", "-d", dep, "-s", svc)["message"] == f"{svc} stopped"

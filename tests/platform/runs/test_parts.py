@@ -42,6 +42,16 @@ def test_a_file_gets_one_run_however_often_and_from_however_many_stores(tmp_path
         assert not store.trigger_saw(trigger.id, "b.json")  # a disabled trigger records nothing
 
 
+def test_a_trigger_gives_its_parameters_to_its_runs(tmp_path: Path) -> None:
+    with Store(tmp_path / "platform.sqlite") as store:
+        deployment = store.create_deployment("app")
+        version = store.add_version(deployment.id, "1", DIGEST, 10)
+        trigger = store.add_trigger(deployment.id, version.id, "/in", "/out", parameters={"COLOUR": "red"})
+        assert store.trigger(trigger.id).parameters == {"COLOUR": "red"}
+        run = store.add_trigger_run(trigger.id, "a.json", ["/in/a.json"], "/out")
+        assert run is not None and store.run(run.id).parameters == {"COLOUR": "red"}
+
+
 def test_inputs_and_outputs_are_checked(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.json").write_text("{}")
