@@ -14,9 +14,9 @@ from inferd.platform.records import ServiceState
 class ServiceSpec:
     """One service to run: ``inferd serve TARGET`` in ``folder`` (an unpacked version).
 
-    ``port`` is the loopback HTTP port to listen on; None picks a free one at the first start, which
-    every restart then keeps. ``environment`` is added to the runner's own. The output goes to
-    ``log_dir/<service_id>.log``.
+    ``port`` and ``grpc_port`` are the loopback HTTP and gRPC ports to listen on; None picks a free
+    one at the first start, which every restart then keeps. ``environment`` is added to the
+    runner's own. The output goes to ``log_dir/<service_id>.log``.
     """
 
     service_id: str
@@ -27,18 +27,21 @@ class ServiceSpec:
     workers: int = 1
     environment: dict[str, str] = field(default_factory=dict)
     port: int | None = None
+    grpc_port: int | None = None
 
 
 @dataclass(frozen=True)
 class StateChange:
-    """A service's state as it changed: where it listens, its leading process, why (for ``failed``,
-    the last lines of its log) and how many times it was started again."""
+    """A service's state as it changed: where it listens (HTTP, and gRPC unless its server has it
+    off), its leading process, why (for ``failed``, the last lines of its log) and how many times it
+    was started again."""
 
     state: ServiceState
     port: int | None = None
     pid: int | None = None
     reason: str = ""
     restarts: int = 0
+    grpc_port: int | None = None
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,16 @@ def control(data: Path) -> Iterator[Control]:
     """``inferd platform serve`` with a token, answering ``*.localhost`` (the host ABEJA's clients
     post model requests to is ``<organization>.<API host>``)."""
     command = inferd_command(
-        "platform", "serve", "--port", "0", "--gateway-port", "0", "--data-dir", str(data)
+        "platform",
+        "serve",
+        "--port",
+        "0",
+        "--gateway-port",
+        "0",
+        "--grpc-gateway-port",
+        "0",
+        "--data-dir",
+        str(data),
     )
     env = with_this_tree(
         {"PATH": "/usr/bin:/bin", "INFERD_AUTH_TOKENS": TOKEN, "INFERD_ALLOWED_HOSTS": ".localhost"}
