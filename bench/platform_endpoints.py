@@ -76,6 +76,7 @@ def post_inference(prediction, signature, metadata):
 @contextmanager
 def control_process(data: Path) -> Iterator[tuple[str, str]]:
     command = [sys.executable, "-m", "inferd", "platform", "serve", "--port", "0", "--gateway-port", "0"]
+    command += ["--grpc-gateway-port", "0"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [*command, "--data-dir", str(data)],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import urllib.parse
 from pathlib import Path
@@ -62,7 +63,8 @@ def _show(found: Any, json_output: bool, columns: tuple[str, ...] = ()) -> None:
     table = Table(*columns)
     for item in found:
         table.add_row(*(_cell(item.get(column)) for column in columns))
-    Console().print(table)
+    # into a pipe or a file: wider than a terminal's 80 columns, so ids are never cut short
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 def _cell(value: Any) -> str:
@@ -93,6 +95,9 @@ def serve(
     host: Annotated[str, typer.Option(help="Address of the API and the gateway.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the control API.")] = 8070,
     gateway_port: Annotated[int, typer.Option(help="Port of the endpoints' gateway.")] = 8000,
+    grpc_gateway_port: Annotated[
+        int, typer.Option(help="Port of the endpoints' gRPC gateway (metadata inferd-endpoint: NAME).")
+    ] = 8001,
     data_path: Annotated[
         str, typer.Option(help="gateway (embedded) or haproxy (Debian's package, weights without reloads).")
     ] = "gateway",
@@ -109,7 +114,12 @@ def serve(
 
     try:
         settings = PlatformSettings(
-            host=host, port=port, gateway_port=gateway_port, data_dir=data_dir, data_path=data_path
+            host=host,
+            port=port,
+            gateway_port=gateway_port,
+            grpc_gateway_port=grpc_gateway_port,
+            data_dir=data_dir,
+            data_path=data_path,
         )
     except ValueError as exc:
         fail(f"invalid option: {exc}")
@@ -195,7 +205,7 @@ def start(
 def services(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """List a deployment's services with their state."""
     found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/services")
-    _show(found, json_output, ("id", "version_id", "state", "port", "restarts", "reason"))
+    _show(found, json_output, ("id", "version_id", "state", "port", "grpc_port", "restarts", "reason"))
 
 
 @app.command(cls=Command)

@@ -195,6 +195,7 @@ class Platform:
             service_id,
             state=change.state,
             port=change.port,
+            grpc_port=change.grpc_port,
             pid=change.pid,
             reason=change.reason,
             restarts=change.restarts,
@@ -217,6 +218,7 @@ class Platform:
             environment={**version.environment, **service.environment},
             port=service.port,
             engine=service.engine,
+            grpc_port=service.grpc_port,
         )
 
     def _routed(self, service_id: str) -> bool:
@@ -227,16 +229,23 @@ class Platform:
         )
 
     async def _publish(self, endpoint: Endpoint) -> None:
-        """Give the gateway the endpoint's upstreams (the loopback ports of its services)."""
-        routes = [
-            (self._upstream(route.service_id), route.weight) for route in endpoint.routes if route.weight
-        ]
+        """Give the gateway the endpoint's upstreams (the loopback ports of its services), and the
+        gRPC port of each that has one."""
+        routes, grpc = [], {}
+        for route in endpoint.routes:
+            if not route.weight:
+                continue
+            service = self.store.service(route.service_id)
+            upstream = self._upstream(route.service_id)
+            routes.append((upstream, route.weight))
+            if service.grpc_port is not None:
+                grpc[upstream] = f"127.0.0.1:{service.grpc_port}"
         shadow = (
             (self._upstream(endpoint.shadow_service_id), endpoint.shadow_percent)
             if endpoint.shadow_service_id
             else None
         )
-        await self.path.route(endpoint.name, routes, shadow)
+        await self.path.route(endpoint.name, routes, shadow, grpc)
 
     def pick_upstream(self, endpoint_name: str) -> str | None:
         """A service of endpoint ``endpoint_name`` picked by weight, as the data path would: for a

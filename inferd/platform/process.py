@@ -26,6 +26,7 @@ from inferd.platform.api.app import create_control_app
 from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.datapath import DataPath, GatewayPath
 from inferd.platform.gateway import EndpointTable
+from inferd.platform.gateway.grpc_proxy import serve_grpc_gateway
 from inferd.platform.gateway.server import Limits, serve_gateway
 from inferd.platform.haproxy import HAProxyPath
 from inferd.platform.manager import Platform
@@ -43,11 +44,12 @@ class Listening:
     host: str
     api_port: int
     gateway_port: int
+    grpc_port: int
 
     def ready_line(self) -> str:
         return (
             f"inferd platform ready: api=http://{self.host}:{self.api_port}/platform/v1 "
-            f"gateway=http://{self.host}:{self.gateway_port}/e/"
+            f"gateway=http://{self.host}:{self.gateway_port}/e/ grpc={self.host}:{self.grpc_port}"
         )
 
 
@@ -68,18 +70,22 @@ def platform_root(settings: PlatformSettings) -> Path:
 
 @dataclass
 class RunningPath:
-    """The endpoints' data path as it runs: the platform's handle on it, its port, how it stops."""
+    """The endpoints' data path as it runs: the platform's handle on it, its HTTP and gRPC ports,
+    how it stops."""
 
     path: DataPath
     port: int
+    grpc_port: int
     stop: Callable[[], Awaitable[None]]
 
 
 async def start_data_path(settings: PlatformSettings) -> RunningPath:
-    """The embedded gateway, or HAProxy, on ``gateway_port`` with the API's tokens."""
+    """The embedded gateway, or HAProxy, on ``gateway_port`` and ``grpc_gateway_port`` with the
+    API's tokens."""
     upstream_token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
     if settings.data_path == "haproxy":
         port = settings.gateway_port or free_port(settings.host)
+        grpc_port = settings.grpc_gateway_port or free_port(settings.host)
         tokens = [token.get_secret_value() for token in settings.auth_tokens]
         haproxy = HAProxyPath(
             platform_root(settings) / "haproxy",
@@ -88,9 +94,10 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
             tokens,
             upstream_token,
             settings.max_body_size,
+            grpc_port=grpc_port,
         )
         await haproxy.start()
-        return RunningPath(haproxy, port, haproxy.close)
+        return RunningPath(haproxy, port, grpc_port, haproxy.close)
     limits = Limits(
         settings.max_body_size,
         settings.max_header_size,
@@ -100,15 +107,31 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         settings.graceful_timeout,
     )
     table = EndpointTable()
-    gateway = await serve_gateway(
+    grpc_gateway = await serve_grpc_gateway(
         table,
         settings.host,
-        settings.gateway_port,
+        settings.grpc_gateway_port,
         tokens=tokens_of(settings),
-        limits=limits,
         upstream_token=upstream_token,
+        max_message_size=settings.max_body_size,
     )
-    return RunningPath(GatewayPath(table), gateway.port, gateway.stop)
+    try:
+        gateway = await serve_gateway(
+            table,
+            settings.host,
+            settings.gateway_port,
+            tokens=tokens_of(settings),
+            limits=limits,
+            upstream_token=upstream_token,
+        )
+    except BaseException:
+        await grpc_gateway.stop(0)
+        raise
+
+    async def stop() -> None:
+        await asyncio.gather(gateway.stop(), grpc_gateway.stop(settings.graceful_timeout))
+
+    return RunningPath(GatewayPath(table), gateway.port, grpc_gateway.port, stop)
 
 
 def free_port(host: str) -> int:
@@ -136,7 +159,12 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
     api = _Server(
         uvicorn.Config(
             # the gateway's real port (0 in the settings asks for a free one): the console shows it
-            create_control_app(platform, settings.model_copy(update={"gateway_port": gateway.port})),
+            create_control_app(
+                platform,
+                settings.model_copy(
+                    update={"gateway_port": gateway.port, "grpc_gateway_port": gateway.grpc_port}
+                ),
+            ),
             http=limited_protocol(connection_limits),
             ws="none",
             loop="none",
@@ -155,7 +183,7 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
         loop.add_signal_handler(sig, stop.set)
     try:
         if api.started:
-            on_ready(Listening(settings.host, port_of(sock), gateway.port))
+            on_ready(Listening(settings.host, port_of(sock), gateway.port, gateway.grpc_port))
             await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
     finally:
         api.should_exit = True

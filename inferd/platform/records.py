@@ -98,6 +98,8 @@ class Service:
     restarts: int = 0
     created_at: datetime = field(default_factory=now)
     updated_at: datetime = field(default_factory=now)
+    #: Its server's gRPC port (loopback), once started; None while unknown or when it has gRPC off.
+    grpc_port: int | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,10 @@ class PlatformSettings(ServerSettings):
     gateway_port: int = Field(8000, ge=0, le=65535)
     """Port of the gateway: endpoint ``NAME`` answers under ``/e/NAME/``."""
 
+    grpc_gateway_port: int = Field(8001, ge=0, le=65535)
+    """Port of the gateway's gRPC side: a call goes to the endpoint its ``inferd-endpoint`` metadata
+    names (or the only one); 0 picks a free port (the ready line shows it)."""
+
     data_path: Literal["gateway", "haproxy"] = "gateway"
     """What carries the endpoints' requests: the embedded gateway, or HAProxy (Debian's package),
     its weights changed through its runtime API without a reload; shadow traffic is the gateway's

@@ -155,6 +155,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE triggers ADD COLUMN parameters TEXT NOT NULL DEFAULT '{}';
     """,
+    # 4: each service's gRPC port, which endpoints carry gRPC calls to
+    """
+    ALTER TABLE services ADD COLUMN grpc_port INTEGER;
+    """,
 )
 
 #: A service in these states runs nothing, so it may be deleted (and its deployment with it).
@@ -323,6 +327,7 @@ def _replicas(low: int, high: int) -> None:
 _SERVICE_CHANGES: dict[str, Callable[[Any], Any]] = {
     "state": lambda value: _enum("state", ServiceState, value),
     "port": lambda value: _optional_integer("port", value, 1, 65535),
+    "grpc_port": lambda value: _optional_integer("grpc_port", value, 1, 65535),
     "pid": lambda value: _optional_integer("pid", value, 1),
     "reason": lambda value: _text("reason", value),
     "restarts": lambda value: _integer("restarts", value, 0),
@@ -579,7 +584,7 @@ class Store:
             return _select(db, SERVICES, "deployment_id = ?", deployment.id)
 
     def update_service(self, id: str, **changes: Any) -> Service:
-        """Change a service's state, port, pid, reason, restarts, workers, environment or replicas."""
+        """Change a service's state, ports, pid, reason, restarts, workers, environment or replicas."""
         checked = _checked_changes("service", _SERVICE_CHANGES, changes)
         with self._write() as db:
             current = _get(db, SERVICES, id)

@@ -24,9 +24,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.platform.gateway.grpc_support import GrpcLoad, infer
 from tests.servers import ROOT, inferd_command, with_this_tree
 
-READY = re.compile(r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/")
+READY = re.compile(
+    r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/ grpc=(?P<grpc>\S+)"
+)
 REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
 
 
@@ -35,6 +38,7 @@ class Control:
     process: subprocess.Popen[str]
     api: str
     gateway: str
+    grpc: str
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return httpx.request(method, self.api + path, timeout=60, **kwargs)
@@ -54,6 +58,8 @@ def control(data: Path, data_path: str = "gateway") -> Iterator[Control]:
         "--port",
         "0",
         "--gateway-port",
+        "0",
+        "--grpc-gateway-port",
         "0",
         "--data-dir",
         str(data),
@@ -78,7 +84,7 @@ def control(data: Path, data_path: str = "gateway") -> Iterator[Control]:
         else:
             raise AssertionError(f"the control process exited with {process.wait()}")
         drain.start()
-        yield Control(process, match["api"], match["gateway"])
+        yield Control(process, match["api"], match["gateway"], match["grpc"])
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
@@ -164,18 +170,22 @@ def test_deploy_switch_and_adopt(tmp_path: Path, data_path: str) -> None:
             services.append(created.json()["id"])
         first, second = (wait_state(running, service, "running") for service in services)
         assert first["port"] != second["port"]
+        assert first["grpc_port"] and first["grpc_port"] != second["grpc_port"]
 
         assert running.verb("route", "iris", "main", f"{services[0]}=100").returncode == 0
         assert through(running) == 1.0
+        assert infer(running.grpc, "main") == 1.0  # V2 gRPC through the same endpoint
         load = Load(running)
         load.thread.start()
-        time.sleep(0.5)
-        switched = running.verb("route", "iris", "main", f"{services[0]}=0", f"{services[1]}=100")
-        assert switched.returncode == 0, switched.stderr
-        time.sleep(0.5)
+        with GrpcLoad(running.grpc) as grpc_load:
+            time.sleep(0.5)
+            switched = running.verb("route", "iris", "main", f"{services[0]}=0", f"{services[1]}=100")
+            assert switched.returncode == 0, switched.stderr
+            time.sleep(0.5)
         load.stop.set()
         load.thread.join(30)
         assert load.failures == [] and 1.0 in load.answers and load.answers[-1] == 2.0
+        assert grpc_load.failures == [] and 1.0 in grpc_load.answers and grpc_load.answers[-1] == 2.0
         assert through(running) == 2.0
 
         stopped = running.call("POST", f"/services/{services[0]}/stop")
@@ -188,9 +198,11 @@ def test_deploy_switch_and_adopt(tmp_path: Path, data_path: str) -> None:
         adopted = wait_state(again, services[1], "running")
         assert adopted["pid"] == pid
         assert through(again) == 2.0
+        assert infer(again.grpc, None) == 2.0  # its gRPC port was kept, and the only endpoint
         assert again.call("GET", f"/services/{services[0]}").json()["state"] == "stopped"
         listed = again.verb("services", "iris")
         assert services[1] in listed.stdout and "running" in listed.stdout
+        assert str(adopted["grpc_port"]) in listed.stdout
         logs = again.call("GET", f"/services/{services[1]}/logs").json()["lines"]
         assert any("inferd ready" in line for line in logs)
         again.call(

@@ -13,8 +13,8 @@ import asyncio
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from random import random
 from typing import NamedTuple
 
@@ -46,6 +46,9 @@ class Split:
     cumulative: tuple[int, ...]
     shadow: str | None
     shadow_share: float  # 0..1
+    #: Each upstream's gRPC address (``host:port``), for those serving gRPC: a gRPC call picks an
+    #: upstream as a request does (and is counted in flight under its name), then goes there.
+    grpc: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -66,7 +69,12 @@ class Split:
         return self.shadow
 
 
-def split_of(name: str, routes: Iterable[tuple[str, int]], shadow: tuple[str, float] | None) -> Split:
+def split_of(
+    name: str,
+    routes: Iterable[tuple[str, int]],
+    shadow: tuple[str, float] | None,
+    grpc: Mapping[str, str] | None = None,
+) -> Split:
     """Check and freeze an endpoint's routes (ValueError says what is wrong)."""
     upstreams, cumulative, total = [], [], 0
     for upstream, weight in routes:
@@ -88,7 +96,9 @@ def split_of(name: str, routes: Iterable[tuple[str, int]], shadow: tuple[str, fl
         if not 0 <= percent <= 100:
             raise ValueError(f"endpoint '{name}': shadow percent must be within 0..100, not {percent}")
         share = percent / 100
-    return Split(name, tuple(upstreams), tuple(cumulative), shadow_upstream, share)
+    for address in (grpc or {}).values():
+        check_address(address)
+    return Split(name, tuple(upstreams), tuple(cumulative), shadow_upstream, share, dict(grpc or {}))
 
 
 def check_address(upstream: str) -> None:
@@ -106,12 +116,16 @@ class EndpointTable:
         self._lock = threading.Lock()
 
     def set(
-        self, name: str, routes: Iterable[tuple[str, int]], shadow: tuple[str, float] | None = None
+        self,
+        name: str,
+        routes: Iterable[tuple[str, int]],
+        shadow: tuple[str, float] | None = None,
+        grpc: Mapping[str, str] | None = None,
     ) -> None:
         """Route ``name`` to ``routes`` ((upstream, weight) pairs; weights need not sum to 100, a
         weight of 0 takes no new requests) and copy a share of requests to ``shadow`` ((upstream,
-        percent)), from the next request on."""
-        split = split_of(name, routes, shadow)
+        percent)), from the next request on. ``grpc``: upstream → its gRPC address."""
+        split = split_of(name, routes, shadow, grpc)
         with self._lock:
             self._splits[name] = split
 
@@ -126,15 +140,15 @@ class EndpointTable:
     def names(self) -> list[str]:
         return sorted(self._splits)
 
-    def begin(self, name: str) -> tuple[Split, str | None, str | None] | None:
+    def begin(self, name: str, mirror: bool = True) -> tuple[Split, str | None, str | None] | None:
         """For one request of ``name``: its split, the upstream picked by weight and the shadow
-        picked by share (None: no upstream has weight, no copy), both counted in flight until `end`;
-        None when there is no such endpoint."""
+        picked by share (None: no upstream has weight, no copy; always None without ``mirror``),
+        both counted in flight until `end`; None when there is no such endpoint."""
         with self._lock:
             split = self._splits.get(name)
             if split is None:
                 return None
-            upstream, shadow = split.pick(), split.pick_shadow()
+            upstream, shadow = split.pick(), split.pick_shadow() if mirror else None
             inflight = self._inflight
             if upstream is not None:
                 inflight[upstream] = inflight.get(upstream, 0) + 1

@@ -1,6 +1,12 @@
 """haproxy.cfg for the endpoints: requests to ``/e/NAME/...`` go to backend ``ep_NAME`` with the
 prefix removed, any other to a 404 in inferd's JSON error shape; with tokens, a request without one
-of them is answered 401 before it is routed."""
+of them is answered 401 before it is routed.
+
+gRPC calls (HTTP/2, on a frontend of their own at ``grpc_port``) go to backend ``grpc_NAME`` by their
+``inferd-endpoint`` header, or to the only endpoint when there is one and the header is missing;
+its servers are the services' gRPC ports, spoken to in HTTP/2. HAProxy's own answers to them are
+gRPC statuses (``grpc-status`` in a trailers-only answer): UNAUTHENTICATED, NOT_FOUND for an unknown
+endpoint, UNAVAILABLE naming the endpoint when its service cannot be reached."""
 
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ class Frontend:
     upstream_authorization: str | None = None
     max_body_size: int = 64 * 1024 * 1024
     timeout_seconds: int = 300
+    #: Where gRPC calls are taken (HTTP/2 without TLS); None: not at all.
+    grpc_port: int | None = None
 
 
 #: HAProxy's own answers, in inferd's JSON error shape.
@@ -41,7 +49,31 @@ def backend_name(endpoint: str) -> str:
     return f"ep_{endpoint}"
 
 
-def render(frontend: Frontend, endpoints: Mapping[str, Routes]) -> str:
+def grpc_backend_name(endpoint: str) -> str:
+    return f"grpc_{endpoint}"
+
+
+#: HAProxy's own answers to gRPC calls: a status its servers' failures stand for, and what it says.
+GRPC_ERRORS = {
+    502: (14, "its service broke off its answer"),
+    503: (14, "its service is unavailable"),
+    504: (4, "its service did not answer in time"),
+}
+
+
+NO_ENDPOINT = "no such endpoint: name one in the inferd-endpoint metadata"
+
+
+def _grpc_status(code: int, message: str) -> str:
+    """An ``http-request return`` of a trailers-only gRPC answer."""
+    return f'status 200 content-type application/grpc hdr grpc-status {code} hdr grpc-message "{message}"'
+
+
+def render(
+    frontend: Frontend, endpoints: Mapping[str, Routes], grpc: Mapping[str, Routes] | None = None
+) -> str:
+    """The configuration: ``endpoints`` (name → HTTP upstreams and weights) and, with a
+    ``grpc_port``, ``grpc`` (name → the same services' gRPC addresses and weights)."""
     lines = [
         "global",
         f"    stats socket {frontend.admin_socket} mode 600 level admin expose-fd listeners",
@@ -92,4 +124,44 @@ def render(frontend: Frontend, endpoints: Mapping[str, Routes]) -> str:
         lines.append("    retry-on conn-failure")
         for upstream, weight in routes:
             lines.append(f"    server {server_name(upstream)} {upstream} weight {weight}")
+    if frontend.grpc_port is not None:
+        lines += _grpc_sections(frontend, grpc or {}, sorted(endpoints))
     return "\n".join(lines) + "\n"
+
+
+def _grpc_sections(frontend: Frontend, grpc: Mapping[str, Routes], names: list[str]) -> list[str]:
+    only = grpc_backend_name(names[0]) if len(names) == 1 else "grpc_no_endpoint"
+    lines = [
+        "",
+        "frontend grpc_gateway",
+        f"    bind {frontend.host}:{frontend.grpc_port} proto h2",
+    ]
+    if frontend.tokens is not None:
+        refusal = _grpc_status(16, "a bearer token is needed")
+        allowed = f"{{ req.hdr(authorization) -m str -f {frontend.tokens} }}"
+        lines.append(f"    http-request return {refusal} unless {allowed}")
+    if names:  # a backend name that does not exist would send the call to the default backend
+        lines += [
+            f"    acl known_endpoint req.hdr(inferd-endpoint) -m str {' '.join(names)}",
+            "    use_backend grpc_%[req.hdr(inferd-endpoint)] if known_endpoint",
+        ]
+    lines += [
+        "    use_backend grpc_no_endpoint if { req.hdr(inferd-endpoint) -m found }",
+        f"    default_backend {only}",
+        "",
+        "backend grpc_no_endpoint",
+        f"    http-request return {_grpc_status(5, NO_ENDPOINT)}",
+    ]
+    for name in names:
+        lines += ["", f"backend {grpc_backend_name(name)}", "    balance random"]
+        if frontend.upstream_authorization is not None:
+            lines.append(f'    http-request set-header authorization "{frontend.upstream_authorization}"')
+        lines.append("    retry-on conn-failure")
+        for status, (code, said) in GRPC_ERRORS.items():
+            lines.append(
+                f"    http-error status {status} content-type application/grpc "
+                f"hdr grpc-status {code} hdr grpc-message \"endpoint '{name}': {said}\""
+            )
+        for address, weight in grpc.get(name, ()):
+            lines.append(f"    server {server_name(address)} {address} proto h2 weight {weight}")
+    return lines

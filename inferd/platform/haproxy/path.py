@@ -6,6 +6,10 @@ new) and deleted once drained. A new or removed endpoint (a backend) needs a new
 file is written and the master reloads, the listening socket passed to the new worker, so nothing is
 refused meanwhile. The configuration is always written from the current routes, so a reload keeps
 every change the runtime API made. Shadow traffic is the embedded gateway's only.
+
+gRPC calls, on a frontend of their own (``grpc_port``), go to a second backend of each endpoint
+whose servers are its services' gRPC ports, weighted and changed with the HTTP ones; a service
+drains once neither of its servers holds a call.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ import time
 from pathlib import Path
 
 from inferd.core.errors import InvalidInput
-from inferd.platform.datapath import Routes, ShadowRoute
-from inferd.platform.haproxy.config import Frontend, backend_name, render, server_name
+from inferd.platform.datapath import GrpcAddresses, Routes, ShadowRoute
+from inferd.platform.haproxy.config import Frontend, backend_name, grpc_backend_name, render, server_name
 from inferd.platform.haproxy.runtime import RuntimeAPI
 
 logger = logging.getLogger("inferd.platform.haproxy")
@@ -40,6 +44,7 @@ class HAProxyPath:
         tokens: list[str] | None = None,
         upstream_token: str | None = None,
         max_body_size: int = 64 * 1024 * 1024,
+        grpc_port: int | None = None,
     ) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -56,9 +61,12 @@ class HAProxyPath:
             token_file,
             f"Bearer {upstream_token}" if upstream_token else None,
             max_body_size,
+            grpc_port=grpc_port,
         )
         self.api = RuntimeAPI(self.frontend.admin_socket)
         self.routes: dict[str, dict[str, int]] = {}
+        #: Each upstream's gRPC address, as the platform gave it.
+        self.grpc_of: dict[str, str] = {}
         self.process: subprocess.Popen[bytes] | None = None
         self.executable = "haproxy"
         self._lock = asyncio.Lock()
@@ -80,29 +88,50 @@ class HAProxyPath:
         log.close()
         await self._wait_for(lambda: self.frontend.admin_socket.exists(), "start")
 
-    async def route(self, name: str, routes: Routes, shadow: ShadowRoute) -> None:
+    @property
+    def grpc_port(self) -> int | None:
+        return self.frontend.grpc_port
+
+    async def route(
+        self, name: str, routes: Routes, shadow: ShadowRoute, grpc: GrpcAddresses | None = None
+    ) -> None:
         if shadow is not None:
             raise InvalidInput("shadow traffic needs the embedded gateway (data_path: gateway), not HAProxy")
         wanted = dict(routes)
         async with self._lock:
             before = self.routes.get(name)
+            grpc_before = self._grpc_routes(name)
+            self.grpc_of.update(grpc or {})
             self.routes[name] = {**(before or {}), **wanted}
             if before is None:
                 await self._reload()
                 return
-            backend = backend_name(name)
-            # raised weights first: lowering one first could leave no server with weight a moment
-            raised_first = sorted(wanted.items(), key=lambda item: item[1] <= before.get(item[0], 0))
-            for upstream, weight in raised_first:
-                server = f"{backend}/{server_name(upstream)}"
-                if upstream not in before:
-                    await self.api.change(f"add server {server} {upstream} weight {weight}")
-                    await self.api.change(f"enable server {server}")
-                else:
-                    await self.api.change(f"set server {server} weight {weight}")
             for upstream in set(before) - set(wanted):
-                await self.api.change(f"set server {backend}/{server_name(upstream)} weight 0")
                 self.routes[name][upstream] = 0
+            await self._change(backend_name(name), before, wanted, "")
+            if self.frontend.grpc_port is not None:
+                await self._change(grpc_backend_name(name), grpc_before, self._grpc_routes(name), " proto h2")
+
+    async def _change(self, backend: str, before: dict[str, int], wanted: dict[str, int], extra: str) -> None:
+        """Move ``backend``'s servers from the weights ``before`` to those ``wanted`` at run time."""
+        # raised weights first: lowering one first could leave no server with weight a moment
+        raised_first = sorted(wanted.items(), key=lambda item: item[1] <= before.get(item[0], 0))
+        for upstream, weight in raised_first:
+            server = f"{backend}/{server_name(upstream)}"
+            if upstream not in before:
+                await self.api.change(f"add server {server} {upstream}{extra} weight {weight}")
+                await self.api.change(f"enable server {server}")
+            else:
+                await self.api.change(f"set server {server} weight {weight}")
+        for upstream in set(before) - set(wanted):
+            await self.api.change(f"set server {backend}/{server_name(upstream)} weight 0")
+
+    def _grpc_routes(self, name: str) -> dict[str, int]:
+        """Endpoint ``name``'s gRPC servers and weights: those of its upstreams that serve gRPC."""
+        routes = self.routes.get(name, {})
+        return {
+            self.grpc_of[upstream]: weight for upstream, weight in routes.items() if upstream in self.grpc_of
+        }
 
     async def unroute(self, name: str) -> None:
         async with self._lock:
@@ -111,7 +140,8 @@ class HAProxyPath:
 
     async def drained(self, upstream: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        while (await self.api.sessions()).get(upstream, 0):
+        addresses = [upstream, self.grpc_of.get(upstream, upstream)]
+        while any(map((await self.api.sessions()).get, addresses)):
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(POLL_SECONDS)
@@ -130,9 +160,9 @@ class HAProxyPath:
 
     def _write(self) -> None:
         temporary = self.config.with_suffix(".new")
-        temporary.write_text(
-            render(self.frontend, {name: sorted(routes.items()) for name, routes in self.routes.items()})
-        )
+        endpoints = {name: sorted(routes.items()) for name, routes in self.routes.items()}
+        grpc = {name: sorted(self._grpc_routes(name).items()) for name in self.routes}
+        temporary.write_text(render(self.frontend, endpoints, grpc))
         os.replace(temporary, self.config)
 
     async def _reload(self) -> None:

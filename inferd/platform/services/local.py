@@ -3,7 +3,8 @@ asyncio task of `LocalRunner`.
 
 A service's server runs in a session of its own (see `inferd.platform.services.sessions`) and writes
 to its log file directly (`inferd.platform.services.logs`). It is ``starting`` until it prints its
-ready line (``inferd ready: http://127.0.0.1:PORT ...``, whose port is kept for every restart), then
+ready line (``inferd ready: http://127.0.0.1:PORT grpc=127.0.0.1:PORT ...``, whose ports are kept for
+every restart), then
 ``running``. A server that exits while running is started again after a back-off; one that crashes
 too often, or fails before its ready line too many times in a row, or cannot listen on its port, is
 ``failed``, with a reason quoting its log (`RestartPolicy`). Stopping sends SIGTERM (the server
@@ -52,7 +53,7 @@ from inferd.platform.services.spec import RestartPolicy, ServiceSpec, StateChang
 logger = logging.getLogger("inferd.platform.services")
 
 OnChange = Callable[[str, StateChange], None]
-READY = re.compile(r"inferd ready: http://[^\s:]+:(?P<port>\d+)")
+READY = re.compile(r"inferd ready: http://[^\s:]+:(?P<port>\d+)(?: grpc=(?:\S+:(?P<grpc>\d+)|off))?")
 ACTIVE = frozenset({ServiceState.STARTING, ServiceState.RUNNING, ServiceState.STOPPING})
 #: How often a starting server's log is read for its ready line.
 _READY_POLL = 0.05
@@ -65,6 +66,7 @@ class _Service:
     spec: ServiceSpec
     log: ServiceLog
     port: int | None
+    grpc_port: int | None = None
     state: ServiceState = ServiceState.STARTING
     pid: int | None = None
     reason: str = ""
@@ -84,7 +86,7 @@ class _Service:
         return True
 
     def change(self) -> StateChange:
-        return StateChange(self.state, self.port, self.pid, self.reason, self.restarts)
+        return StateChange(self.state, self.port, self.pid, self.reason, self.restarts, self.grpc_port)
 
 
 @dataclass(frozen=True)
@@ -305,6 +307,7 @@ class LocalRunner:
                 ready = READY.search(line)
                 if ready and not ended:
                     service.port = int(ready["port"])
+                    service.grpc_port = int(ready["grpc"]) if ready["grpc"] else None
                     return None
             if ended or time.monotonic() > deadline:
                 seen.append(reader.partial.decode("utf-8", "replace"))
@@ -353,7 +356,7 @@ class LocalRunner:
         if spec.engine == "ray":  # Ray's proxy serves HTTP; replicas instead of worker processes
             command += ["--engine", "ray", "--replicas", str(spec.workers)]
         else:
-            command += ["--grpc-port", "0", "--workers", str(spec.workers)]
+            command += ["--grpc-port", str(service.grpc_port or 0), "--workers", str(spec.workers)]
         if spec.dialect != "auto":
             command += ["--dialect", spec.dialect]
         return command
@@ -365,7 +368,9 @@ class LocalRunner:
         if current is not None and current.state in ACTIVE:
             raise Conflict(f"service {spec.service_id} is {current.state.value} already")
         log = ServiceLog(spec.log_dir / f"{spec.service_id}.log", self.log_max_bytes, self.log_backups)
-        service = _Service(spec, log, port if port is not None else spec.port, restarts=restarts)
+        service = _Service(
+            spec, log, port if port is not None else spec.port, spec.grpc_port, restarts=restarts
+        )
         self._services[spec.service_id] = service
         return service
 

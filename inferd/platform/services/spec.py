@@ -16,9 +16,10 @@ class ServiceSpec:
     ``engine`` ``local`` (``workers`` processes) or ``ray`` (``--engine ray``: ``workers`` Ray Serve
     replicas, on a local Ray of its own or the cluster at ``INFERD_RAY_ADDRESS`` in its environment).
 
-        ``port`` is the loopback HTTP port to listen on; None picks a free one at the first start, which
-        every restart then keeps. ``environment`` is added to the runner's own. The output goes to
-        ``log_dir/<service_id>.log``.
+    ``port`` and ``grpc_port`` are the loopback HTTP and gRPC ports to listen on; None picks a free
+    one at the first start, which every restart then keeps. ``environment`` is added to the
+    runner's own. The output goes to ``log_dir/<service_id>.log``. ``engine``: ``local`` (worker
+    processes) or ``ray`` (Ray Serve replicas).
     """
 
     service_id: str
@@ -30,18 +31,21 @@ class ServiceSpec:
     environment: dict[str, str] = field(default_factory=dict)
     port: int | None = None
     engine: str = "local"
+    grpc_port: int | None = None
 
 
 @dataclass(frozen=True)
 class StateChange:
-    """A service's state as it changed: where it listens, its leading process, why (for ``failed``,
-    the last lines of its log) and how many times it was started again."""
+    """A service's state as it changed: where it listens (HTTP, and gRPC unless its server has it
+    off), its leading process, why (for ``failed``, the last lines of its log) and how many times it
+    was started again."""
 
     state: ServiceState
     port: int | None = None
     pid: int | None = None
     reason: str = ""
     restarts: int = 0
+    grpc_port: int | None = None
 
 
 @dataclass(frozen=True)

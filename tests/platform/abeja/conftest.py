@@ -85,7 +85,16 @@ def control(data: Path, **variables: str) -> Iterator[Control]:
     post model requests to is ``<organization>.<API host>``); ``variables`` are added to its
     environment (``INFERD_TRIGGER_POLL_SECONDS="0.2"``)."""
     command = inferd_command(
-        "platform", "serve", "--port", "0", "--gateway-port", "0", "--data-dir", str(data)
+        "platform",
+        "serve",
+        "--port",
+        "0",
+        "--gateway-port",
+        "0",
+        "--grpc-gateway-port",
+        "0",
+        "--data-dir",
+        str(data),
     )
     env = with_this_tree(
         {

@@ -20,7 +20,16 @@ from tests.servers import ROOT, inferd_command, with_this_tree
 @contextmanager
 def control(data: Path, env: dict[str, str] | None = None) -> Iterator[Control]:
     command = inferd_command(
-        "platform", "serve", "--port", "0", "--gateway-port", "0", "--data-dir", str(data)
+        "platform",
+        "serve",
+        "--port",
+        "0",
+        "--gateway-port",
+        "0",
+        "--grpc-gateway-port",
+        "0",
+        "--data-dir",
+        str(data),
     )
     process = subprocess.Popen(
         command,

@@ -1,0 +1,191 @@
+"""The gateway's gRPC side: tritonclient.grpc calling real ``inferd serve`` processes through it by the
+``inferd-endpoint`` metadata, a 100/0 → 0/100 switch under a thread of calls with no failed call,
+what passes through unchanged (raw messages, metadata, status, deadline: against a small echoing
+gRPC server), and its own errors."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+import pytest
+import uvloop
+
+from inferd.platform.gateway import EndpointTable
+from inferd.platform.gateway.grpc_proxy import GrpcGatewayServer, serve_grpc_gateway
+from inferd.server.auth import Tokens
+from tests.platform.gateway.grpc_support import GrpcLoad, infer, refusal, scales  # noqa: F401
+from tests.servers import RunningServer, free_port
+
+T = TypeVar("T")
+
+
+@dataclass
+class RunningGrpcGateway:
+    server: GrpcGatewayServer
+    loop: asyncio.AbstractEventLoop
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.server.port}"
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+
+@contextmanager
+def run_grpc_gateway(table: EndpointTable, **options: Any) -> Iterator[RunningGrpcGateway]:
+    """`serve_grpc_gateway` on a free port in a thread running its own event loop (uvloop)."""
+    loop = uvloop.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        server = asyncio.run_coroutine_threadsafe(serve_grpc_gateway(table, **options), loop).result(10)
+        running = RunningGrpcGateway(server, loop)
+        try:
+            yield running
+        finally:
+            running.call(server.stop(1))
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+def routes(*servers: RunningServer) -> dict[str, str]:
+    return {server.http_address: str(server.grpc_address) for server in servers}
+
+
+def test_calls_follow_the_weights_and_switch_without_failing(
+    scales: tuple[RunningServer, RunningServer],  # noqa: F811
+) -> None:
+    one, two = scales
+    table = EndpointTable()
+    table.set("main", [(one.http_address, 100), (two.http_address, 0)], None, routes(one, two))
+    table.set("other", [(two.http_address, 100)], None, routes(two))
+    with run_grpc_gateway(table) as gateway:
+        assert infer(gateway.address, "main") == 1.0
+        assert infer(gateway.address, "other", 3.0) == 6.0
+        with GrpcLoad(gateway.address) as load:
+            time.sleep(0.5)
+            table.set("main", [(one.http_address, 0), (two.http_address, 100)], None, routes(one, two))
+            assert gateway.call(table.drained(one.http_address, 10))  # its gRPC calls are counted
+            time.sleep(0.5)
+        assert load.failures == [] and 1.0 in load.answers and load.answers[-1] == 2.0
+        assert len(load.answers) > 20
+        assert infer(gateway.address, "main") == 2.0
+
+
+def test_endpoint_by_default_unknown_endpoint_and_dead_service(
+    scales: tuple[RunningServer, RunningServer],  # noqa: F811
+) -> None:
+    one, _ = scales
+    table = EndpointTable()
+    table.set("main", [(one.http_address, 100)], None, routes(one))
+    with run_grpc_gateway(table) as gateway:
+        assert infer(gateway.address, None) == 1.0  # the only endpoint, without the metadata
+        assert refusal(gateway.address, "nope") == ("StatusCode.NOT_FOUND", "no endpoint named 'nope'")
+        dead = f"127.0.0.1:{free_port()}"
+        table.set("dead", [(dead, 100)], None, {dead: f"127.0.0.1:{free_port()}"})
+        status, message = refusal(gateway.address, None)  # two endpoints: which?
+        assert status == "StatusCode.NOT_FOUND" and "inferd-endpoint" in message
+        assert refusal(gateway.address, "dead") == (
+            "StatusCode.UNAVAILABLE",
+            "endpoint 'dead': its service is unavailable",
+        )
+        table.set("http-only", [(one.http_address, 100)])
+        assert refusal(gateway.address, "http-only")[0] == "StatusCode.UNAVAILABLE"
+        table.set("zero", [(one.http_address, 0)], None, routes(one))
+        assert refusal(gateway.address, "zero")[0] == "StatusCode.UNAVAILABLE"
+        # the service's own error, as it said it
+        with grpc.insecure_channel(gateway.address) as channel:
+            ready = channel.unary_unary("/inference.GRPCInferenceService/ModelMetadata")
+            with pytest.raises(grpc.RpcError) as failed:
+                ready(b"\n\x04nope", metadata=[("inferd-endpoint", "main")], timeout=10)
+            assert failed.value.code() is grpc.StatusCode.NOT_FOUND
+            assert "nope" in str(failed.value.details())
+
+
+def test_tokens(scales: tuple[RunningServer, RunningServer]) -> None:  # noqa: F811
+    one, _ = scales
+    table = EndpointTable()
+    table.set("main", [(one.http_address, 100)], None, routes(one))
+    with run_grpc_gateway(table, tokens=Tokens(["secret"])) as gateway:
+        assert refusal(gateway.address)[0] == "StatusCode.UNAUTHENTICATED"
+        assert refusal(gateway.address, authorization="Bearer wrong")[0] == "StatusCode.UNAUTHENTICATED"
+        assert infer(gateway.address, authorization="Bearer secret") == 1.0
+
+
+ECHO = "/test.Echo/Echo"
+
+
+class Echo(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """Answers the request's bytes reversed, its metadata (``x-*``; others as ``x-seen-*``) and
+    remaining deadline in the trailing metadata; ``/test.Echo/Fail`` fails with DATA_LOSS and a detail."""
+
+    def service(self, details: Any) -> Any:
+        async def echo(request: bytes, context: Any) -> bytes:
+            seen = [
+                (key if key.startswith("x-") else f"x-seen-{key}", value)
+                for key, value in context.invocation_metadata()
+                if key.startswith("x-") or key in ("authorization", "inferd-endpoint")
+            ]
+            remaining = context.time_remaining()
+            context.set_trailing_metadata(
+                (*seen, ("x-remaining", f"{remaining:.3f}" if remaining is not None else "none"))
+            )
+            await context.send_initial_metadata((("x-initial", "yes"),))
+            if details.method == "/test.Echo/Fail":
+                await context.abort(grpc.StatusCode.DATA_LOSS, "lost, as said")
+            return request[::-1]
+
+        return grpc.unary_unary_rpc_method_handler(echo)
+
+
+async def start_echo() -> tuple[grpc.aio.Server, str]:
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((Echo(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, f"127.0.0.1:{port}"
+
+
+def test_messages_metadata_status_and_deadline_pass_through() -> None:
+    table = EndpointTable()
+    with run_grpc_gateway(table, upstream_token="inner", max_message_size=1024) as gateway:
+        echo, address = gateway.call(start_echo())
+        try:
+            table.set("echo", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
+            with grpc.insecure_channel(gateway.address) as channel:
+                method = channel.unary_unary(ECHO)
+                answer, call = method.with_call(
+                    bytes(range(256)),
+                    metadata=[
+                        ("x-custom", "kept"),
+                        ("x-binary-bin", b"\x00\xff"),
+                        ("authorization", "Bearer o"),
+                    ],
+                    timeout=5,
+                )
+                assert answer == bytes(range(256))[::-1]
+                trailing = dict(call.trailing_metadata())
+                assert trailing["x-custom"] == "kept" and trailing["x-binary-bin"] == b"\x00\xff"
+                assert trailing["x-seen-authorization"] == "Bearer inner"  # the gateway's, not the client's
+                assert "x-seen-inferd-endpoint" not in trailing  # the only endpoint, by default
+                assert 0 < float(trailing["x-remaining"]) <= 5  # the deadline went along
+                assert dict(call.initial_metadata())["x-initial"] == "yes"
+                with pytest.raises(grpc.RpcError) as failed:
+                    channel.unary_unary("/test.Echo/Fail")(b"", timeout=5)
+                assert failed.value.code() is grpc.StatusCode.DATA_LOSS
+                assert failed.value.details() == "lost, as said"
+                with pytest.raises(grpc.RpcError) as failed:
+                    method(b"x" * 2048, timeout=5)
+                assert failed.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        finally:
+            gateway.call(echo.stop(0))
