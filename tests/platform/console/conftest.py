@@ -49,7 +49,7 @@ def control(data: Path, env: dict[str, str] | None = None) -> Iterator[Control]:
         else:
             raise AssertionError(f"the control process exited with {process.wait()}")
         drain.start()
-        yield Control(process, match["api"], match["gateway"])
+        yield Control(process, match["api"], match["gateway"], match["grpc"])
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
