@@ -83,10 +83,10 @@ class JobRecord:
 
 
 @contextlib.contextmanager
-def _one_process_at_a_time(path: Path) -> Iterator[None]:
-    """Held while a process sets up the store at ``path``: SQLite answers "database is locked" at once,
-    busy timeout or not, to a connection switching the file to WAL while another does (the workers
-    of one server open the store together), so they take turns, on a lock file beside it."""
+def one_process_at_a_time(path: Path) -> Iterator[None]:
+    """Held while a process sets up the SQLite file at ``path``: SQLite answers "database is locked"
+    at once, busy timeout or not, to a connection switching the file to WAL while another does (the
+    workers of one server open the store together), so they take turns, on a lock file beside it."""
     with open(path.with_name(path.name + ".lock"), "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -107,7 +107,7 @@ class JobStore:
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
-        with _one_process_at_a_time(path):
+        with one_process_at_a_time(path):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
             if "owner" not in {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}:

@@ -16,7 +16,6 @@ script (never edits one); opening an older file applies the missing ones, each i
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import re
 import sqlite3
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from inferd.core.errors import Conflict, InvalidInput, NotFound
+from inferd.core.jobs import one_process_at_a_time
 from inferd.core.names import NAME_PATTERN, RULE
 from inferd.platform.records import (
     Deployment,
@@ -369,18 +369,6 @@ def _checked_changes(
 # -- the store ---------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _one_process_at_a_time(path: Path) -> Iterator[None]:
-    """Held while a process switches the file to WAL and migrates it: SQLite answers "database is
-    locked" at once, busy timeout or not, to a connection switching to WAL while another does."""
-    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 class Store:
     """The platform's records in SQLite at ``path`` (the file and its folder are created).
 
@@ -396,7 +384,7 @@ class Store:
         self._db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
-            with _one_process_at_a_time(path):
+            with one_process_at_a_time(path):
                 self._db.execute("PRAGMA journal_mode = WAL")
                 self._migrate(migrations)
         except BaseException:

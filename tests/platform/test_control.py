@@ -6,91 +6,21 @@ restarted with its services adopted, and the errors of bad requests."""
 from __future__ import annotations
 
 import io
-import os
-import re
 import shutil
-import signal
-import subprocess
 import tarfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.platform.control import Control, control
 from tests.platform.gateway.grpc_support import GrpcLoad, infer
-from tests.servers import ROOT, inferd_command, with_this_tree
 
-READY = re.compile(
-    r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/ grpc=(?P<grpc>\S+)"
-)
 REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
-
-
-@dataclass
-class Control:
-    process: subprocess.Popen[str]
-    api: str
-    gateway: str
-    grpc: str
-
-    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(method, self.api + path, timeout=60, **kwargs)
-
-    def verb(self, *args: str) -> subprocess.CompletedProcess[str]:
-        command = inferd_command("platform", *args, "--url", self.api.removesuffix("/platform/v1"))
-        return subprocess.run(
-            command, capture_output=True, text=True, timeout=120, env=with_this_tree({}), cwd=ROOT
-        )
-
-
-@contextmanager
-def control(data: Path, data_path: str = "gateway") -> Iterator[Control]:
-    command = inferd_command(
-        "platform",
-        "serve",
-        "--port",
-        "0",
-        "--gateway-port",
-        "0",
-        "--grpc-gateway-port",
-        "0",
-        "--data-dir",
-        str(data),
-        "--data-path",
-        data_path,
-    )
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=with_this_tree(dict(os.environ)),
-        cwd=ROOT,
-    )
-    assert process.stdout is not None
-    drain = threading.Thread(target=process.stdout.read, daemon=True)
-    try:
-        for line in process.stdout:
-            match = READY.search(line)
-            if match:
-                break
-        else:
-            raise AssertionError(f"the control process exited with {process.wait()}")
-        drain.start()
-        yield Control(process, match["api"], match["gateway"], match["grpc"])
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
-        if drain.is_alive():
-            drain.join(10)
-        process.stdout.close()
 
 
 def project(folder: Path, factor: float) -> Path:

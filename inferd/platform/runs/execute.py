@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import mimetypes
-import os
 import subprocess
 import sys
 import time
@@ -220,19 +219,9 @@ class _Process:
 
     def __init__(self, job: Job, command: list[str]) -> None:
         self.job = job
-        environment = {**os.environ, **job.environment, "PYTHONUNBUFFERED": "1"}
         job.log.note(f"starting in {job.folder}: {' '.join(command[1:])}")
         try:
-            with job.log.open_for_server() as output:
-                self.child = subprocess.Popen(
-                    command,
-                    cwd=job.folder,
-                    env=environment,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+            self.child = job.log.spawn(command, job.folder, {**job.environment, "PYTHONUNBUFFERED": "1"})
         except OSError as exc:
             raise RunFailed(f"cannot start {command[3]} in {job.folder}: {exc}") from None
         job.started(self.child.pid)

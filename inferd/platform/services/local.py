@@ -283,18 +283,8 @@ class LocalRunner:
         command = self._command(service)
         service.log.note(f"starting in {spec.folder}: {shlex.join(command)}")
         reader = service.log.reader()
-        environment = {"PYTHONUNBUFFERED": "1", **os.environ, **spec.environment}
         try:
-            with service.log.open_for_server() as output:
-                service.child = subprocess.Popen(
-                    command,
-                    cwd=spec.folder,
-                    env=environment,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+            service.child = service.log.spawn(command, spec.folder, spec.environment)
         except OSError as exc:
             return _Failure(f"cannot start inferd serve in {spec.folder}: {exc}", final=True)
         self._set(service, service.state, pid=service.child.pid)

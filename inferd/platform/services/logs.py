@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +41,20 @@ class ServiceLog:
         """The file to give a server as its stdout and stderr (appending, created if missing)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return open(self.path, "ab")
+
+    def spawn(self, command: list[str], folder: Path, environment: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start ``command`` in ``folder`` in a session of its own (so its whole tree can be ended),
+        its output appended to this log and nothing on its stdin; OSError when it cannot start."""
+        with self.open_for_server() as output:
+            return subprocess.Popen(
+                command,
+                cwd=folder,
+                env={"PYTHONUNBUFFERED": "1", **os.environ, **environment},
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def note(self, text: str) -> None:
         """Append a line of the runner's own, marked with `NOTE` and the time."""

@@ -6,10 +6,8 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.platform.test_control import READY
-from tests.servers import ROOT, inferd_command, with_this_tree
+from tests.platform.control import control as platform_control
+from tests.servers import ROOT
 
 ABEJACLI = "abejacli==2.2.8"
 VENV = ROOT / ".cache" / "abejacli-venv"
@@ -84,46 +82,9 @@ def control(data: Path, **variables: str) -> Iterator[Control]:
     """``inferd platform serve`` with a token, answering ``*.localhost`` (the host ABEJA's clients
     post model requests to is ``<organization>.<API host>``); ``variables`` are added to its
     environment (``INFERD_TRIGGER_POLL_SECONDS="0.2"``)."""
-    command = inferd_command(
-        "platform",
-        "serve",
-        "--port",
-        "0",
-        "--gateway-port",
-        "0",
-        "--grpc-gateway-port",
-        "0",
-        "--data-dir",
-        str(data),
-    )
-    env = with_this_tree(
-        {
-            "PATH": "/usr/bin:/bin",
-            "INFERD_AUTH_TOKENS": TOKEN,
-            "INFERD_ALLOWED_HOSTS": ".localhost",
-            **variables,
-        }
-    )
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT
-    )
-    assert process.stdout is not None
-    drain = threading.Thread(target=process.stdout.read, daemon=True)
-    try:
-        for line in process.stdout:
-            match = READY.search(line)
-            if match:
-                break
-        else:
-            raise AssertionError(f"the control process exited with {process.wait()}")
-        drain.start()
-        yield Control(process, match["api"].removesuffix("/platform/v1"))
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
-        if drain.is_alive():
-            drain.join(10)
-        process.stdout.close()
+    env = {"INFERD_AUTH_TOKENS": TOKEN, "INFERD_ALLOWED_HOSTS": ".localhost", **variables}
+    with platform_control(data, env=env) as running:
+        yield Control(running.process, running.base)
 
 
 def abeja_env(running: Control, home: Path) -> dict[str, str]:

@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from tests import browser
-from tests.platform.console.conftest import control, project, push
+from tests.platform.console.conftest import project, push
+from tests.platform.control import control
 from tests.platform.test_control import Control, through, wait_state
 
 XSS = '<img src=x onerror="window.hacked=1"><script>window.hacked=2</script> & "quotes"'
@@ -201,7 +202,7 @@ BEARER = {"authorization": f"Bearer {TOKEN}"}
 
 
 def test_with_a_token_the_console_signs_in_with_a_cookie(tmp_path: Path) -> None:
-    with control(tmp_path / "data", {"INFERD_AUTH_TOKENS": TOKEN}) as running:
+    with control(tmp_path / "data", env={"INFERD_AUTH_TOKENS": TOKEN}) as running:
         try:
             signing_in(running, tmp_path)
         finally:

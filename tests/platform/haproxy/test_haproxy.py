@@ -9,32 +9,20 @@ import asyncio
 import shutil
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from inferd.platform.haproxy import HAProxyPath
-from tests.platform.gateway.conftest import Upstream, serve_upstream
+from tests.platform.gateway.conftest import Upstream
 from tests.servers import free_port
 
 pytestmark = pytest.mark.skipif(
     shutil.which("haproxy") is None,
     reason="HAProxy is not installed (Debian: apt install haproxy; make test does)",
 )
-
-
-@pytest.fixture(scope="module")
-def alpha() -> Iterator[Upstream]:
-    with serve_upstream("alpha") as upstream:
-        yield upstream
-
-
-@pytest.fixture(scope="module")
-def beta() -> Iterator[Upstream]:
-    with serve_upstream("beta") as upstream:
-        yield upstream
 
 
 @pytest.fixture

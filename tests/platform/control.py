@@ -1,0 +1,84 @@
+"""A real control process (``inferd platform serve``) for the platform's tests: free ports for its API,
+gateway and gRPC gateway, a data folder of the test's, the environment a test adds (tokens, allowed
+hosts, poll intervals), and SIGTERM at the end."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.servers import ROOT, inferd_command, with_this_tree
+
+READY = re.compile(
+    r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/ grpc=(?P<grpc>\S+)"
+)
+
+
+@dataclass
+class Control:
+    process: subprocess.Popen[str]
+    api: str  # http://HOST:PORT/platform/v1
+    gateway: str
+    grpc: str
+
+    @property
+    def base(self) -> str:
+        return self.api.removesuffix("/platform/v1")
+
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(method, self.api + path, timeout=60, **kwargs)
+
+    def verb(self, *args: str) -> subprocess.CompletedProcess[str]:
+        command = inferd_command("platform", *args, "--url", self.base)
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=120, env=with_this_tree({}), cwd=ROOT
+        )
+
+
+@contextmanager
+def control(data: Path, data_path: str = "gateway", env: dict[str, str] | None = None) -> Iterator[Control]:
+    command = inferd_command(
+        "platform",
+        "serve",
+        "--port",
+        "0",
+        "--gateway-port",
+        "0",
+        "--grpc-gateway-port",
+        "0",
+        "--data-dir",
+        str(data),
+        "--data-path",
+        data_path,
+    )
+    environment = with_this_tree({**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment, cwd=ROOT
+    )
+    assert process.stdout is not None
+    drain = threading.Thread(target=process.stdout.read, daemon=True)
+    try:
+        for line in process.stdout:
+            match = READY.search(line)
+            if match:
+                break
+        else:
+            raise AssertionError(f"the control process exited with {process.wait()}")
+        drain.start()
+        yield Control(process, match["api"], match["gateway"], match["grpc"])
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        if drain.is_alive():
+            drain.join(10)
+        process.stdout.close()
