@@ -77,6 +77,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
 NAMES = {
     "grpc_enabled": "--grpc/--no-grpc",
     "auth_tokens": "--auth-token",
+    "payload_log_namespace": "--payload-log-ns",
     "allowed_origins": "--allowed-origin",
     "allowed_hosts": "--allowed-host",
     "predict_endpoint": "--predict-endpoint/--nopredict-endpoint",

@@ -89,7 +89,7 @@ class PayloadLog:
         self._queue: asyncio.Queue[Event] | None = None
         self._senders: list[asyncio.Task[None]] = []
         self._client: httpx.AsyncClient | None = None
-        self._dropped_since_warning = 0
+        self._dropped_since_warning: dict[str, int] = {}
         self._warned_at = float("-inf")
 
     def request(
@@ -159,17 +159,19 @@ class PayloadLog:
 
     def _dropped(self, model: str, reason: str, count: int = 1) -> None:
         metrics.PAYLOAD_DROPPED.labels(model, reason).inc(count)
-        self._dropped_since_warning += count
+        since = self._dropped_since_warning
+        since[reason] = since.get(reason, 0) + count
         now = time.monotonic()
-        if now - self._warned_at >= WARN_EVERY:
+        if now - self._warned_at >= WARN_EVERY or reason == "shutdown":
+            counts = ", ".join(f"{number} ({why})" for why, number in since.items())
             logger.warning(
-                "payload log: %d event(s) dropped (%s) since the last warning: the sink %s is slower "
-                "than the requests or unreachable",
-                self._dropped_since_warning,
-                reason,
+                "payload log: event(s) dropped since the last warning: %s; the sink %s is slower than "
+                "the requests or unreachable",
+                counts,
                 self.url,
             )
-            self._warned_at, self._dropped_since_warning = now, 0
+            self._warned_at = now
+            since.clear()
 
     async def close(self, deadline: float | None = None) -> None:
         """Send what is queued within ``deadline`` seconds (the send timeout by default), drop the
@@ -184,8 +186,12 @@ class PayloadLog:
         for sender in self._senders:
             sender.cancel()
         await asyncio.gather(*self._senders, return_exceptions=True)
+        left: dict[str, int] = {}
         while not queue.empty():
-            self._dropped(queue.get_nowait().model, "shutdown")
+            model = queue.get_nowait().model
+            left[model] = left.get(model, 0) + 1
+        for model, count in left.items():
+            self._dropped(model, "shutdown", count)
         await client.aclose()
         self._queue, self._client, self._senders = None, None, []
 
