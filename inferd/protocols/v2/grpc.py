@@ -30,6 +30,7 @@ from inferd.core.types import (
     TensorSpec,
     datatype_of,
 )
+from inferd.protocols import cloudevents
 from inferd.protocols.status import error_message, status_of
 from inferd.protocols.v2 import codecs
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
@@ -124,11 +125,16 @@ class V2Servicer:
 
     @_answer_errors
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> pb.ModelInferResponse:
+        payloads = self.dataplane.payloads
+        logged = None if payloads is None else cloudevents.log_grpc(payloads, request)
         decoded = decode_request(request)
         response = await self.dataplane.infer(
             request.model_name, request.model_version or None, decoded, PROTOCOL
         )
-        return encode_response(response)
+        message = encode_response(response)
+        if logged is not None:
+            cloudevents.log_grpc_response(logged, message)
+        return message
 
     @_answer_errors
     async def RepositoryIndex(

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope
 
 from inferd.core.dataplane import DataPlane
 from inferd.core.types import ModelMetadata, TensorSpec
-from inferd.protocols import asgi
+from inferd.protocols import asgi, cloudevents
 from inferd.protocols.compression import inflate
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.json import JSONResponse
@@ -69,9 +69,15 @@ class Infer(asgi.BareEndpoint):
         self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
         encoding = asgi.header(scope, b"content-encoding")
         body = inflate(await asgi.read_body(receive), encoding, self.max_body_size)
-        inference = decode_request(body, asgi.header(scope, HEADER_LENGTH_BYTES))
+        length, payloads = asgi.header(scope, HEADER_LENGTH_BYTES), self.dataplane.payloads
+        logged = None
+        if payloads is not None:
+            logged = cloudevents.log_rest(payloads, name, body, asgi.header(scope, b"content-type"), length)
+        inference = decode_request(body, length)
         response = await self.dataplane.infer(name, version, inference, "rest")
         content, header_length = encode_response(response, inference)
+        if logged is not None:
+            cloudevents.log_rest_response(logged, content, header_length)
         if header_length is None:
             return asgi.Answer(200, content, JSON_HEADERS)
         return asgi.Answer(
