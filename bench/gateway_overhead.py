@@ -1,10 +1,12 @@
-"""Issue 24's target for the embedded gateway: at concurrency 16 at least 0.6x the req/s of calling the
-service directly; at concurrency 1 at most 0.5 ms more p50.
+"""Issue 24's targets for the endpoints' data paths: the embedded gateway at concurrency 16 at least
+0.6x the req/s of calling the service directly, at concurrency 1 at most 0.5 ms more p50; HAProxy
+(when installed) at least 0.9x at concurrency 16.
 
 Serves ``examples/iris`` (``inferd serve``, one worker, no gRPC) and an embedded gateway in a process
 of its own (``inferd.platform.gateway.serve_gateway`` on uvloop, endpoint ``iris`` routing 100% to
-that server), then loads ``/v2/models/iris/infer`` directly and ``/e/iris/v2/models/iris/infer``
-through the gateway with wrk (bench/v2_iris.lua), alternating the two in each round so that other
+that server) and, when haproxy is installed, HAProxy configured by the platform's HAProxy data path
+for the same endpoint, then loads ``/v2/models/iris/infer`` directly and ``/e/iris/v2/models/iris/infer``
+through each with wrk (bench/v2_iris.lua), alternating the two in each round so that other
 load on the machine hits both alike, and prints req/s, p50 and p99 (medians over the rounds) and the
 ratios. wrk, the gateway and the server share the machine's cores.
 
@@ -36,6 +38,7 @@ INFER_PATH = "/v2/models/iris/infer"
 BODY = '{"inputs":[{"name":"input-0","shape":[1,4],"datatype":"FP32","data":[[5.1,3.5,1.4,0.2]]}]}'
 GATEWAY_READY = re.compile(r"gateway ready: (http://\S+)")
 RATIO_TARGET = 0.6  # gateway req/s / direct req/s at concurrency 16
+HAPROXY_RATIO_TARGET = 0.9
 ADDED_P50_TARGET_MS = 0.5  # at concurrency 1
 
 
@@ -74,6 +77,33 @@ def gateway_process(upstream: str) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@contextmanager
+def haproxy_process(upstream: str) -> Iterator[str | None]:
+    """HAProxy serving endpoint ``iris`` → ``upstream`` as the platform configures it; None when
+    haproxy is not installed."""
+    import shutil
+    import tempfile
+
+    from inferd.platform.haproxy import HAProxyPath
+    from inferd.platform.process import free_port
+
+    if shutil.which("haproxy") is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="inferd-bench-haproxy-") as folder:
+        path = HAProxyPath(Path(folder), "127.0.0.1", free_port("127.0.0.1"))
+
+        async def start() -> None:
+            await path.start()
+            await path.route("iris", [(upstream, 100)], None)
+
+        asyncio.run(start())
+        try:
+            yield f"http://127.0.0.1:{path.port}"
+        finally:
+            asyncio.run(path.close())
 
 
 @contextmanager
@@ -116,8 +146,14 @@ def main() -> None:
     if options.gateway:
         run_gateway(options.gateway)
         return
-    with iris_server() as direct, gateway_process(direct.removeprefix("http://")) as gateway:
+    with (
+        iris_server() as direct,
+        gateway_process(direct.removeprefix("http://")) as gateway,
+        haproxy_process(direct.removeprefix("http://")) as haproxy,
+    ):
         urls = {"direct": f"{direct}{INFER_PATH}", "gateway": f"{gateway}/e/iris{INFER_PATH}"}
+        if haproxy is not None:
+            urls["haproxy"] = f"{haproxy}/e/iris{INFER_PATH}"
         for url in urls.values():
             wrk(url, 16, 3)  # warm-up
         found: dict[tuple[str, int], list[dict[str, float]]] = {}
@@ -143,6 +179,13 @@ def main() -> None:
         f"c1 p50 added by the gateway: {added:.3f} ms (target <= {ADDED_P50_TARGET_MS}) "
         f"{'PASS' if added <= ADDED_P50_TARGET_MS else 'FAIL'}; c1 req/s ratio {c1_ratio:.3f}"
     )
+    if ("haproxy", 16) in median:
+        proxied = median["haproxy", 16]["rps"] / median["direct", 16]["rps"]
+        print(
+            f"c16 req/s haproxy / direct: {proxied:.3f} (target >= {HAPROXY_RATIO_TARGET}) "
+            f"{'PASS' if proxied >= HAPROXY_RATIO_TARGET else 'FAIL'}; c1 p50 added "
+            f"{median['haproxy', 1]['p50'] - median['direct', 1]['p50']:.3f} ms"
+        )
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
         f"{options.rounds} rounds x {options.seconds} s per run; {os.cpu_count()} cores; load average {load}"
