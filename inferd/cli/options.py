@@ -40,7 +40,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
         *("host", "port", "grpc_port", "grpc_enabled", "metrics_port", "data_dir"),
         *("model_cache_dir", "model_cache_size", "install_requirements", "graceful_timeout"),
     ),
-    panel.LOGGING: ("log_level", "log_format", "access_log"),
+    panel.LOGGING: ("log_level", "log_format", "access_log", "tracing"),
     panel.WORKERS: (
         *("workers", "isolate", "hang_timeout", "restart_wait", "worker_memory_limit"),
         *("memory_check_interval", "predict_in_thread"),

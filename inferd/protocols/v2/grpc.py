@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 import numpy as np
 
+from inferd.core import tracing
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InferdError, InvalidInput
 from inferd.core.types import (
@@ -124,11 +125,20 @@ class V2Servicer:
 
     @_answer_errors
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> pb.ModelInferResponse:
-        decoded = decode_request(request)
+        tracer = tracing.tracer
+        decoded = (
+            decode_request(request)
+            if tracer is None
+            else tracer.step("inferd.decode", decode_request, request)
+        )
         response = await self.dataplane.infer(
             request.model_name, request.model_version or None, decoded, PROTOCOL
         )
-        return encode_response(response)
+        return (
+            encode_response(response)
+            if tracer is None
+            else tracer.step("inferd.encode", encode_response, response)
+        )
 
     @_answer_errors
     async def RepositoryIndex(

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope
 
+from inferd.core import tracing
 from inferd.core.dataplane import DataPlane
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.protocols import asgi
@@ -69,9 +70,16 @@ class Infer(asgi.BareEndpoint):
         self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
         encoding = asgi.header(scope, b"content-encoding")
         body = inflate(await asgi.read_body(receive), encoding, self.max_body_size)
-        inference = decode_request(body, asgi.header(scope, HEADER_LENGTH_BYTES))
+        length, tracer = asgi.header(scope, HEADER_LENGTH_BYTES), tracing.tracer
+        if tracer is None:
+            inference = decode_request(body, length)
+        else:
+            inference = tracer.step("inferd.decode", decode_request, body, length)
         response = await self.dataplane.infer(name, version, inference, "rest")
-        content, header_length = encode_response(response, inference)
+        if tracer is None:
+            content, header_length = encode_response(response, inference)
+        else:
+            content, header_length = tracer.step("inferd.encode", encode_response, response, inference)
         if header_length is None:
             return asgi.Answer(200, content, JSON_HEADERS)
         return asgi.Answer(
