@@ -91,10 +91,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--exporter",
+        default="otlp",
+        help="OTEL_TRACES_EXPORTER of the traced server (none: spans made, not sent)",
+    )
     options = parser.parse_args()
     plain = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "INFERD_"))}
     with otlp_receiver() as (endpoint, received):
         traced = {**plain, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "bench"}
+        traced["OTEL_TRACES_EXPORTER"] = options.exporter
         with iris_server(plain) as off_url, iris_server(traced, "--tracing") as on_url:
             runs: dict[str, list[float]] = {"off": [], "on": []}
             for url in (off_url, on_url):  # warm-up

@@ -29,7 +29,9 @@ from opentelemetry import propagate, trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from inferd import __version__
 
@@ -42,9 +44,11 @@ _request: ContextVar[Span | None] = ContextVar("inferd_request_span", default=No
 class OtelTracer:
     """`inferd.core.tracing.Tracer` on an OpenTelemetry SDK tracer."""
 
-    def __init__(self, provider: trace.TracerProvider) -> None:
+    def __init__(self, provider: trace.TracerProvider, propagators: str | None = None) -> None:
         self.provider = provider
         self._tracer = provider.get_tracer("inferd", __version__)
+        #: W3C trace context alone unless OTEL_PROPAGATORS names others (the global composite costs more)
+        self._extract = propagate.extract if propagators else TraceContextTextMapPropagator().extract
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> OtelTracer:
@@ -53,17 +57,19 @@ class OtelTracer:
         resource = Resource.create()
         if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
             resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE}))
-        provider = TracerProvider(resource=resource)
+        sampler = environ.get("OTEL_TRACES_SAMPLER", "parentbased_always_on").strip().lower()
+        fast = sampler == "parentbased_always_on"  # the default: the SDK's own costs more per span
+        provider = TracerProvider(resource=resource, sampler=ParentOrAlwaysOn() if fast else None)
         for exporter in exporters(environ):
             provider.add_span_processor(BatchSpanProcessor(exporter))
         trace.set_tracer_provider(provider)
-        return cls(provider)
+        return cls(provider, environ.get("OTEL_PROPAGATORS"))
 
     @contextmanager
     def server(
         self, name: str, protocol: str, carrier: Iterable[tuple[str, str]], attributes: Mapping[str, Any]
     ) -> Iterator[Span]:
-        parent = propagate.extract(dict(carrier))
+        parent = self._extract(dict(carrier))
         span = self._tracer.start_span(
             name, parent, SpanKind.SERVER, {"inferd.protocol": protocol, **attributes}
         )
@@ -129,6 +135,32 @@ class OtelTracer:
         )
         with trace.use_span(span, end_on_exit=True, record_exception=True, set_status_on_exception=True):
             yield span
+
+
+class ParentOrAlwaysOn(Sampler):
+    """``parentbased_always_on``, the default sampler, in fewer steps than the SDK's: a span is
+    sampled when its parent is, and a root always. (A sampler's result carries the span's
+    attributes: the SDK sets those, not the ones given to ``start_span``.)"""
+
+    def should_sample(
+        self,
+        parent_context: Any,
+        trace_id: int,
+        name: str,
+        kind: Any = None,
+        attributes: Any = None,
+        links: Any = None,
+        trace_state: Any = None,
+    ) -> SamplingResult:
+        parent = trace.get_current_span(parent_context).get_span_context()
+        if not parent.is_valid:
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+        if not parent.trace_flags.sampled:
+            return SamplingResult(Decision.DROP, None, parent.trace_state)
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes, parent.trace_state)
+
+    def get_description(self) -> str:
+        return "ParentBased{root:AlwaysOnSampler}"
 
 
 def exporters(environ: Mapping[str, str]) -> list[SpanExporter]:

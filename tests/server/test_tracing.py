@@ -30,6 +30,7 @@ from tests.servers import ROOT, serve
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE}-{PARENT}-01"
+UNSAMPLED = "4bf92f3577b34da6a3ce929d0e0e4737"
 IRIS_BODY = {"inputs": [{"name": "input-0", "shape": [1, 4], "datatype": "FP32", "data": [6.7, 3, 5.2, 2.3]}]}
 
 
@@ -60,11 +61,13 @@ def check_steps(spans: list[Span], request: Span) -> None:
 
 def test_a_v2_rest_call_is_traced_under_the_callers_traceparent(receiver: Receiver) -> None:
     with serve(IRIS, "--tracing", "--no-grpc", env=otel_env(receiver, "iris-rest")) as server:
-        answer = httpx.post(
-            f"{server.http_url}/v2/models/iris/infer", json=IRIS_BODY, headers={"traceparent": TRACEPARENT}
-        )
-        assert answer.status_code == 200
-        spans = in_trace(receiver.wait_for(has("POST /v2/models/iris/infer", "inferd.encode")), TRACE)
+        url = f"{server.http_url}/v2/models/iris/infer"
+        unsampled = f"00-{UNSAMPLED}-{PARENT}-00"  # the caller did not sample it: no spans
+        assert httpx.post(url, json=IRIS_BODY, headers={"traceparent": unsampled}).status_code == 200
+        assert httpx.post(url, json=IRIS_BODY, headers={"traceparent": TRACEPARENT}).status_code == 200
+        spans = receiver.wait_for(has("POST /v2/models/iris/infer", "inferd.encode"))
+        assert in_trace(spans, UNSAMPLED) == []
+        spans = in_trace(spans, TRACE)
     request = named(spans, "POST /v2/models/iris/infer")
     assert (request.kind, request.parent_id, request.service) == ("SERVER", PARENT, "iris-rest")
     assert request.attributes["inferd.model"] == "iris"
