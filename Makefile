@@ -52,7 +52,8 @@ clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
 
 # The browser tests drive Debian's Chromium headless (never a browser download); the platform's
-# HAProxy data path is tested against Debian's haproxy.
+# HAProxy data path is tested against Debian's haproxy; the alert rules in docs/observability are
+# checked by Debian's promtool (package prometheus).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 browser:
-	@command -v chromium >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium haproxy; }
+	@command -v chromium >/dev/null 2>&1 && command -v haproxy >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium haproxy prometheus; }

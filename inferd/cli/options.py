@@ -40,7 +40,11 @@ PANELS: dict[str | None, tuple[str, ...]] = {
         *("host", "port", "grpc_port", "grpc_enabled", "metrics_port", "data_dir"),
         *("model_cache_dir", "model_cache_size", "install_requirements", "graceful_timeout"),
     ),
-    panel.LOGGING: ("log_level", "log_format", "access_log", "tracing"),
+    panel.LOGGING: (
+        *("log_level", "log_format", "access_log", "payload_log_url", "payload_log_mode"),
+        *("payload_log_sample", "payload_log_queue", "payload_log_namespace", "payload_log_timeout"),
+        "tracing",
+    ),
     panel.WORKERS: (
         *("workers", "isolate", "hang_timeout", "restart_wait", "worker_memory_limit"),
         *("memory_check_interval", "predict_in_thread"),
@@ -74,6 +78,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
 NAMES = {
     "grpc_enabled": "--grpc/--no-grpc",
     "auth_tokens": "--auth-token",
+    "payload_log_namespace": "--payload-log-ns",
     "allowed_origins": "--allowed-origin",
     "allowed_hosts": "--allowed-host",
     "predict_endpoint": "--predict-endpoint/--nopredict-endpoint",

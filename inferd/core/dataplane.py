@@ -22,6 +22,7 @@ from inferd.core import metrics, tracing
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
 from inferd.core.limits import Gate, Gates, Limits
 from inferd.core.model import Model
+from inferd.core.payloads import PayloadLog
 from inferd.core.registry import ModelEntry, ModelRegistry
 from inferd.core.types import (
     InferenceRequest,
@@ -86,8 +87,16 @@ class ModelIndexEntry:
 
 
 class DataPlane:
-    def __init__(self, registry: ModelRegistry, server: ServerMetadata, gates: Gates | None = None) -> None:
+    def __init__(
+        self,
+        registry: ModelRegistry,
+        server: ServerMetadata,
+        gates: Gates | None = None,
+        payloads: PayloadLog | None = None,
+    ) -> None:
         self.registry = registry
+        #: Where protocols log the payloads of calls (`inferd.core.payloads`); None: off.
+        self.payloads = payloads
         self.server = server
         #: Models with a concurrency limit or a request timeout; the others run ungated.
         self.gates = gates if gates is not None else Gates(lambda name: Limits())

@@ -101,3 +101,21 @@ def series(model: str, protocol: str) -> Series:
     if found is None:
         found = _series[model, protocol] = Series(model, protocol)
     return found
+
+
+PAYLOAD_EVENTS = Counter(
+    "inferd_payload_log_events_total",
+    "Payload log events (CloudEvents) the sink accepted, by model and type (request, response).",
+    ["model", "type"],
+)
+PAYLOAD_DROPPED = Counter(
+    "inferd_payload_log_dropped_total",
+    "Payload log events dropped unsent, by model and reason (queue_full: the sink is slower than the "
+    "requests; shutdown: still queued when the flush deadline passed).",
+    ["model", "reason"],
+)
+PAYLOAD_FAILURES = Counter(
+    "inferd_payload_log_failures_total",
+    "Payload log events the sink refused (a status other than 2xx) or that could not reach it, by model.",
+    ["model"],
+)

@@ -22,6 +22,7 @@ from inferd.core.names import name_problem
 
 ORIGIN = re.compile(r"\*|https?://[^/?#\s]+/?", re.IGNORECASE)
 Engine = Literal["local", "ray"]
+PayloadLogMode = Literal["all", "request", "response"]
 Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph", "repository"]
 #: Largest image (width x height) decoded for a handler by default: 4096 x 4096 (see ``max_image_pixels``).
 DEFAULT_MAX_IMAGE_PIXELS = 4096 * 4096
@@ -45,6 +46,13 @@ class ModelSettings(BaseModel):
 
     max_concurrency: int | None = Field(None, ge=1)
     """Requests of this model answered at once in each worker; more wait in a bounded queue."""
+
+    payload_log: bool | None = None
+    """Payload logging of this model: ``false`` turns it off while ``payload_log_url`` is set (``true``
+    is the default then)."""
+
+    payload_log_mode: PayloadLogMode | None = None
+    """What of this model's calls is logged: ``all``, ``request`` or ``response``."""
 
 
 class DialectSettings(BaseModel):
@@ -286,6 +294,34 @@ class ServerSettings(DialectSettings, BaseSettings):
 
     memory_check_interval: float = Field(1.0, gt=0)
     """Seconds between two checks of ``worker_memory_limit``."""
+
+    payload_log_url: str | None = Field(None, pattern=r"^https?://")
+    """Payload logging: the HTTP sink every inference request and response is sent to as a CloudEvent,
+    in the format KServe's logger sends (``ce-*`` headers, the payload as the body), so consumers of
+    KServe's logs read inferd's. Unset: off.
+
+    Events leave from a bounded queue in the background: a slow or dead sink never slows or fails a
+    request; what does not fit is dropped and counted (``inferd_payload_log_dropped_total``). V2 REST
+    and gRPC inference are logged (see docs/observability.md). Per model: ``payload_log`` and
+    ``payload_log_mode`` in ``models`` or the model settings file."""
+
+    payload_log_mode: PayloadLogMode = "all"
+    """Payload logging: ``all`` sends the request and the response (two events sharing ``ce-id``),
+    ``request`` or ``response`` only that one."""
+
+    payload_log_sample: float = Field(1.0, ge=0, le=1)
+    """Payload logging: the share of calls logged, drawn per call (a call's request and response are
+    both logged or neither); 0 logs nothing."""
+
+    payload_log_queue: int = Field(1000, ge=1)
+    """Payload logging: events each worker process holds for the sink; more are dropped (and counted)."""
+
+    payload_log_namespace: str = "default"
+    """Payload logging: the ``ce-namespace`` of the events (KServe's InferenceService namespace)."""
+
+    payload_log_timeout: float = Field(2.0, gt=0)
+    """Payload logging: seconds a send to the sink may take before it counts as failed; on shutdown,
+    the most the queue's remaining events are waited for."""
 
     engine: Engine = "local"
     """What runs the server: ``local`` (this machine: one process, or ``workers`` of them) or ``ray``

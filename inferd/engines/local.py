@@ -139,7 +139,7 @@ class LocalBackend:
     async def close(self) -> None:
         if self.watching is not None:
             self.watching.cancel()
-        await self.runtime.registry.unload_all()
+        await self.runtime.close()
 
 
 async def serve(

@@ -17,12 +17,13 @@ from inferd.core.control import SharedControl
 from inferd.core.dataplane import DataPlane
 from inferd.core.limits import Gates
 from inferd.core.model_settings import limits
+from inferd.core.payloads import payload_log
 from inferd.core.registry import ModelRegistry
 from inferd.core.settings import DialectSettings, ServerSettings, view
 from inferd.core.types import ServerMetadata
 from inferd.dialects import get_dialect, resolve_dialect
 from inferd.dialects.base import Dialect, ServesMetrics, ServesRepository
-from inferd.protocols import prometheus
+from inferd.protocols import cloudevents, prometheus
 from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import ui
 from inferd.server.auth import BearerAuth, Tokens, open_routes, tokens_of
@@ -49,6 +50,12 @@ class Runtime:
     registry: ModelRegistry
     dataplane: DataPlane
 
+    async def close(self) -> None:
+        """Unload the models and send what payload logging still holds."""
+        await self.registry.unload_all()
+        if self.dataplane.payloads is not None:
+            await self.dataplane.payloads.close()
+
     @property
     def poll_seconds(self) -> float | None:
         """How often a model repository is read again for changes; None when nothing is polled."""
@@ -66,7 +73,8 @@ def build_runtime(settings: ServerSettings, dialect: Dialect[Any] | None = None)
     for served in dialect.models(own):
         registry.add_served(served)
     gates = Gates(lambda name: limits(settings, name))
-    dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS), gates)
+    payloads = payload_log(settings, cloudevents.encoder(settings.payload_log_namespace, settings.port))
+    dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS), gates, payloads)
     return Runtime(settings, dialect, own, registry, dataplane)
 
 
@@ -125,7 +133,7 @@ def models_lifespan(runtime: Runtime) -> Lifespan[Starlette]:
         try:
             yield
         finally:
-            await runtime.registry.unload_all()
+            await runtime.close()
 
     return lifespan
 

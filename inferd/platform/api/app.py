@@ -1,6 +1,7 @@
 """The control process's HTTP app: every family of routes (the control API; the ABEJA-compatible API,
-the console page... as they join `FAMILIES`) behind the server's own middleware (request ids and body
-limit, the ``Host`` check, bearer tokens) and the cross-site rule on every route that changes state."""
+the console page, ``/metrics``... as they join `FAMILIES`) behind the server's own middleware (request
+ids and body limit, the ``Host`` check, bearer tokens) and the cross-site rule on every route that
+changes state."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from inferd.platform.console import console_login, console_routes
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
 from inferd.platform.workflows.routes import workflow_routes
+from inferd.protocols import prometheus
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.middleware import RequestContext
@@ -29,6 +31,12 @@ def control_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
     return routes(ControlAPI(platform, settings.max_bundle_size))
 
 
+def metrics_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:
+    """``/metrics``: this process's registry, the gateway's series (`inferd.platform.gateway.metrics`)
+    among them; behind the bearer token like every route, as on a model server's HTTP port."""
+    return list(prometheus.routes())
+
+
 #: The route families the control process serves, in the order they are tried.
 FAMILIES: tuple[Family, ...] = (
     control_routes,
@@ -36,6 +44,7 @@ FAMILIES: tuple[Family, ...] = (
     workflow_routes,
     console_routes,
     abeja_routes,
+    metrics_routes,
 )
 
 

@@ -31,6 +31,7 @@ from inferd.core.types import (
     TensorSpec,
     datatype_of,
 )
+from inferd.protocols import cloudevents
 from inferd.protocols.status import error_message, status_of
 from inferd.protocols.v2 import codecs
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
@@ -125,20 +126,22 @@ class V2Servicer:
 
     @_answer_errors
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> pb.ModelInferResponse:
-        tracer = tracing.tracer
-        decoded = (
-            decode_request(request)
-            if tracer is None
-            else tracer.step("inferd.decode", decode_request, request)
-        )
+        payloads, tracer = self.dataplane.payloads, tracing.tracer
+        logged = None if payloads is None else cloudevents.log_grpc(payloads, request)
+        if tracer is None:
+            decoded = decode_request(request)
+        else:
+            decoded = tracer.step("inferd.decode", decode_request, request)
         response = await self.dataplane.infer(
             request.model_name, request.model_version or None, decoded, PROTOCOL
         )
-        return (
-            encode_response(response)
-            if tracer is None
-            else tracer.step("inferd.encode", encode_response, response)
-        )
+        if tracer is None:
+            message = encode_response(response)
+        else:
+            message = tracer.step("inferd.encode", encode_response, response)
+        if logged is not None:
+            cloudevents.log_grpc_response(logged, message)
+        return message
 
     @_answer_errors
     async def RepositoryIndex(

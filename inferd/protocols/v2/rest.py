@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope
 from inferd.core import tracing
 from inferd.core.dataplane import DataPlane
 from inferd.core.types import ModelMetadata, TensorSpec
-from inferd.protocols import asgi
+from inferd.protocols import asgi, cloudevents
 from inferd.protocols.compression import inflate
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.json import JSONResponse
@@ -70,7 +70,11 @@ class Infer(asgi.BareEndpoint):
         self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
         encoding = asgi.header(scope, b"content-encoding")
         body = inflate(await asgi.read_body(receive), encoding, self.max_body_size)
-        length, tracer = asgi.header(scope, HEADER_LENGTH_BYTES), tracing.tracer
+        length, payloads = asgi.header(scope, HEADER_LENGTH_BYTES), self.dataplane.payloads
+        logged = None
+        if payloads is not None:
+            logged = cloudevents.log_rest(payloads, name, body, asgi.header(scope, b"content-type"), length)
+        tracer = tracing.tracer
         if tracer is None:
             inference = decode_request(body, length)
         else:
@@ -80,6 +84,8 @@ class Infer(asgi.BareEndpoint):
             content, header_length = encode_response(response, inference)
         else:
             content, header_length = tracer.step("inferd.encode", encode_response, response, inference)
+        if logged is not None:
+            cloudevents.log_rest_response(logged, content, header_length)
         if header_length is None:
             return asgi.Answer(200, content, JSON_HEADERS)
         return asgi.Answer(

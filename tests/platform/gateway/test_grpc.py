@@ -183,7 +183,8 @@ def test_messages_metadata_status_and_deadline_pass_through() -> None:
                     == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
                 )  # a trace goes on
                 assert "x-seen-inferd-endpoint" not in trailing  # the only endpoint, by default
-                assert 0 < float(trailing["x-remaining"]) <= 5  # the deadline went along
+                # the deadline went along (gRPC rounds the timeout it encodes: a few ms over is the same)
+                assert 0 < float(trailing["x-remaining"]) <= 5.1
                 assert dict(call.initial_metadata())["x-initial"] == "yes"
                 with pytest.raises(grpc.RpcError) as failed:
                     channel.unary_unary("/test.Echo/Fail")(b"", timeout=5)

@@ -1,0 +1,172 @@
+"""Issue 27's target: payload logging on costs at most 10% of the req/s of iris over V2 REST at
+concurrency 16 (ratio on / off at least 0.90).
+
+Serves ``examples/iris`` from this checkout (one worker, no gRPC) twice: without payload logging, and
+with ``INFERD_PAYLOAD_LOG_URL`` pointing at a CloudEvents sink on loopback (a bare ASGI app on
+uvicorn in a process of its own, answering 202 and counting the events). Loads each with wrk
+(``bench/v2_iris.lua``), a warm-up then a measured run, alternating rounds between the two so that
+load from other processes hits both alike. Prints req/s and p99 of each, the events the sink got
+and the events inferd dropped, and the ratio with PASS or FAIL.
+
+    .venv/bin/python bench/payload_logging_overhead.py [--rounds 3] [--duration 10] [--concurrency 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+READY = re.compile(r"inferd ready: (http://\S+)")
+LUA = ROOT / "bench" / "v2_iris.lua"
+TARGET = 0.90
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def run_sink(port: int) -> None:
+    """The sink: answers every POST 202; ``GET`` answers how many events it got."""
+    import uvicorn
+
+    count = 0
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        nonlocal count
+        if scope["type"] != "http":
+            return
+        more = True
+        while more:
+            message = await receive()
+            more = message.get("more_body", False)
+        body = b""
+        if scope["method"] == "POST":
+            count += 1
+        else:
+            body = str(count).encode()
+        await send({"type": "http.response.start", "status": 202 if scope["method"] == "POST" else 200})
+        await send({"type": "http.response.body", "body": body})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, http="httptools")
+
+
+@contextmanager
+def sink() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, __file__, "--sink", str(port)], cwd=ROOT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(100):
+            try:
+                httpx.get(url)
+                break
+            except httpx.TransportError:
+                subprocess.run(["sleep", "0.1"], check=True)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@contextmanager
+def served(env: dict[str, str]) -> Iterator[str]:
+    command = [sys.executable, "-m", "inferd", "serve", "examples/iris", "--port", "0", "--no-grpc"]
+    environment = {**os.environ, "INFERD_LOG_LEVEL": "warning", **env}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=environment)
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            match = READY.search(line)
+            if match:
+                yield match.group(1)
+                return
+        raise SystemExit(f"inferd exited with {process.wait()} before it was ready")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def wrk(url: str, concurrency: int, seconds: int) -> dict[str, Any]:
+    command = [
+        "wrk",
+        "-t2",
+        f"-c{concurrency}",
+        f"-d{seconds}s",
+        "-s",
+        str(LUA),
+        url + "/v2/models/iris/infer",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("V2_IRIS_RESULT "):
+            found: dict[str, Any] = json.loads(line.removeprefix("V2_IRIS_RESULT "))
+            errors = sum(found[key] for key in ("connect_errors", "read_errors", "write_errors", "non_2xx"))
+            if errors:
+                raise SystemExit(f"wrk saw {errors} errors: {found}")
+            found["rps"] = found["requests"] / (found["duration_us"] / 1e6)
+            return found
+    raise SystemExit(f"wrk printed no result:\n{done.stdout}\n{done.stderr}")
+
+
+def dropped(url: str) -> float:
+    text = httpx.get(url + "/metrics").text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("inferd_payload_log_dropped_total{")
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--sink", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.sink is not None:
+        run_sink(args.sink)
+        return
+    results: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
+    with sink() as sink_url:
+        for round_ in range(args.rounds):
+            for name, env in (("off", {}), ("on", {"INFERD_PAYLOAD_LOG_URL": sink_url})):
+                with served(env) as url:
+                    wrk(url, args.concurrency, args.warmup)
+                    before = int(httpx.get(sink_url).text)
+                    result = wrk(url, args.concurrency, args.duration)
+                    result["events"] = int(httpx.get(sink_url).text) - before
+                    result["dropped"] = dropped(url) if name == "on" else 0
+                    results[name].append(result)
+                    print(
+                        f"round {round_ + 1} {name:>3}: {result['rps']:8.0f} req/s  p99 "
+                        f"{result['p99_us'] / 1000:6.2f} ms  events {result['events']:7d}  "
+                        f"dropped (whole run) {result['dropped']:.0f}",
+                        flush=True,
+                    )
+    off = statistics.median(r["rps"] for r in results["off"])
+    on = statistics.median(r["rps"] for r in results["on"])
+    ratio = on / off
+    verdict = "PASS" if ratio >= TARGET else "FAIL"
+    print(f"median req/s off {off:.0f}, on {on:.0f}: ratio {ratio:.3f} (target >= {TARGET}) {verdict}")
+
+
+if __name__ == "__main__":
+    main()
