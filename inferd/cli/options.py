@@ -43,6 +43,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
     panel.LOGGING: (
         *("log_level", "log_format", "access_log", "payload_log_url", "payload_log_mode"),
         *("payload_log_sample", "payload_log_queue", "payload_log_namespace", "payload_log_timeout"),
+        "tracing",
     ),
     panel.WORKERS: (
         *("workers", "isolate", "hang_timeout", "restart_wait", "worker_memory_limit"),

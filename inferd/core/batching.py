@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from inferd.core import tracing
 from inferd.core.errors import Overloaded
 from inferd.core.model import Model, resolve
 from inferd.core.types import InferenceRequest, InferenceResponse, ModelMetadata
@@ -55,6 +56,8 @@ class _Waiting(Generic[Item, Result]):
     rows: int
     key: Hashable
     future: asyncio.Future[Result] = field(repr=False)
+    #: Where the request's trace stands while it waits (`inferd.core.tracing.Tracer.waiting`).
+    trace: Any = field(default=None, repr=False)
 
 
 class Batcher(Generic[Item, Result]):
@@ -75,6 +78,8 @@ class Batcher(Generic[Item, Result]):
             raise Overloaded(f"model '{self.name}' has {len(self._waiting)} requests waiting; retry later")
         loop = asyncio.get_running_loop()
         waiting: _Waiting[Item, Result] = _Waiting(item, rows, key, loop.create_future())
+        if tracing.tracer is not None:
+            waiting.trace = tracing.tracer.waiting()
         self._waiting.append(waiting)
         if self._worker is None or self._worker.done():
             self._arrived = asyncio.Event()
@@ -140,7 +145,12 @@ class Batcher(Generic[Item, Result]):
     async def _settle(self, batch: list[_Waiting[Item, Result]]) -> None:
         """Hand each request its answer (or the batch's error)."""
         try:
-            results = await self.run([waiting.item for waiting in batch])
+            if tracing.tracer is None:
+                results = await self.run([waiting.item for waiting in batch])
+            else:
+                rows = sum(waiting.rows for waiting in batch)
+                with tracing.tracer.batch([waiting.trace for waiting in batch], rows):
+                    results = await self.run([waiting.item for waiting in batch])
         except Exception as exc:
             for waiting in batch:
                 if not waiting.future.done():

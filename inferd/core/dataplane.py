@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from inferd.core import metrics
+from inferd.core import metrics, tracing
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
 from inferd.core.limits import Gate, Gates, Limits
 from inferd.core.model import Model
@@ -58,6 +58,9 @@ class ModelCall(Generic[M]):
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()`` within the model's concurrency limit and request timeout, if it has them."""
         gate = self._gate
+        if tracing.tracer is not None:
+            with tracing.tracer.span("inferd.model"):
+                return await work() if gate is None else await gate.run(work)
         return await work() if gate is None else await gate.run(work)
 
     def __enter__(self) -> ModelCall[M]:
@@ -105,6 +108,8 @@ class DataPlane:
         entry = self.registry.ready_entry(name, version)
         model, metadata = entry.model, entry.metadata
         assert isinstance(model, kind) and metadata is not None
+        if tracing.tracer is not None:
+            tracing.tracer.model(name, protocol)
         return ModelCall(entry, model, metadata, self.gates[name], metrics.series(name, protocol))
 
     async def run(self, name: str, work: Callable[[], Awaitable[T]]) -> T:

@@ -184,6 +184,13 @@ class ServerSettings(DialectSettings, BaseSettings):
     access_log: bool = False
     """Log one JSON line per HTTP request."""
 
+    tracing: bool = False
+    """Send OpenTelemetry traces of every call over OTLP, configured by the standard OTEL variables.
+
+    Seldon's ``--tracing`` is this option. ``OTEL_TRACES_EXPORTER`` (not ``none``) or
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` set turns tracing on too, ``OTEL_SDK_DISABLED=true`` keeps
+    it off. Needs the ``tracing`` extra; see docs/observability.md for the variables and spans."""
+
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     """Minimum level of the JSON log lines written to stderr."""
 

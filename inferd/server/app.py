@@ -12,6 +12,7 @@ from starlette.middleware import Middleware
 from starlette.types import Lifespan
 
 from inferd import __version__
+from inferd.core import tracing
 from inferd.core.control import SharedControl
 from inferd.core.dataplane import DataPlane
 from inferd.core.limits import Gates
@@ -30,6 +31,7 @@ from inferd.server.errors import EXCEPTION_HANDLERS, TYPED_ERROR_HANDLERS
 from inferd.server.middleware import RequestContext
 from inferd.server.origins import HostCheck, OriginPolicy, guard_control_routes, host_policy
 from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes, leading_routes
+from inferd.server.tracing import TracedRequests
 from inferd.server.ui.describe import Describer
 from inferd.server.ui.login import Login
 from inferd.server.ui.login import routes as login_routes
@@ -64,6 +66,7 @@ class Runtime:
 def build_runtime(settings: ServerSettings, dialect: Dialect[Any] | None = None) -> Runtime:
     """Resolve the target into registered (not yet loaded) models behind one data plane; ``dialect``
     replaces the one the settings name (an engine's variant of it)."""
+    tracing.configure(settings.tracing)
     dialect = dialect or resolve_dialect(settings.dialect, settings.target)
     own = view(settings, dialect.settings_type)
     registry = _registry(dialect, own, settings.graceful_timeout)
@@ -114,6 +117,8 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
             leading=leading_routes(router.routes),
         ),
     ]
+    if tracing.tracer is not None:  # outermost: the request's span covers all of it
+        middleware.insert(0, Middleware(TracedRequests, tracer=tracing.tracer))
     app = Starlette(middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
     app.router = router
     return app

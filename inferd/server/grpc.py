@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import grpc
 
+from inferd.core import tracing
 from inferd.protocols.v2.grpc import HEALTH_METHODS, add_to_server
 from inferd.server.app import Runtime
 from inferd.server.auth import GrpcBearerAuth, tokens_of
 from inferd.server.grpc_requests import Registrar
+from inferd.server.tracing import TracedRpcs
 
 
 def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> grpc.aio.Server:
@@ -16,8 +18,11 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> grpc.aio.
     it is bound without, so no other server (another inferd on the same port) can join it."""
     receive, send = runtime.settings.grpc_limits
     tokens = tokens_of(runtime.settings)
+    interceptors = [] if tracing.tracer is None else [TracedRpcs(tracing.tracer)]  # the span first
+    if tokens is not None:
+        interceptors.append(GrpcBearerAuth(tokens, HEALTH_METHODS))
     server = grpc.aio.server(
-        interceptors=[GrpcBearerAuth(tokens, HEALTH_METHODS)] if tokens is not None else None,
+        interceptors=interceptors or None,
         options=[
             ("grpc.max_send_message_length", send),
             ("grpc.max_receive_message_length", receive),

@@ -33,6 +33,7 @@ from google.protobuf import json_format
 from google.protobuf.empty_pb2 import Empty
 from google.protobuf.message import Message
 
+from inferd.core import tracing
 from inferd.core.errors import ModelLoadError, TargetError
 from inferd.core.importer import add_to_path, split_target
 from inferd.core.model import Model, resolve
@@ -234,9 +235,16 @@ class RestNode:
             await asyncio.sleep(0.1)
 
     async def call(self, method: str, message: Any) -> Any:
+        if tracing.tracer is None:
+            return await self._call(method, message, JSON)
+        attributes = {"server.address": self.address, "inferd.node": self.name, "inferd.node.method": method}
+        with tracing.tracer.client(f"POST {methods.PATHS[method]}", attributes) as trace_headers:
+            return await self._call(method, message, {**JSON, **trace_headers})
+
+    async def _call(self, method: str, message: Any, headers: dict[str, str]) -> Any:
         body = orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY)
         try:
-            response = await self.client.post(methods.PATHS[method], content=body, headers=JSON)
+            response = await self.client.post(methods.PATHS[method], content=body, headers=headers)
         except httpx.TimeoutException:
             raise NodeError.unreachable(
                 self.name, self.address, f"no answer within {self.timeouts.call:g}s"
@@ -297,6 +305,13 @@ class GrpcNode:
             ) from None
 
     async def call(self, method: str, message: Any) -> Any:
+        if tracing.tracer is None:
+            return await self._call(method, message, None)
+        attributes = {"server.address": self.address, "inferd.node": self.name, "inferd.node.method": method}
+        with tracing.tracer.client(f"grpc {method}", attributes) as trace_headers:
+            return await self._call(method, message, tuple(trace_headers.items()))
+
+    async def _call(self, method: str, message: Any, metadata: tuple[tuple[str, str], ...] | None) -> Any:
         rpc, kind = self.rpcs[method]
         document = {"seldonMessages": message} if method == "aggregate" else message
         try:
@@ -304,7 +319,7 @@ class GrpcNode:
         except (json_format.ParseError, TypeError, ValueError) as exc:
             raise NodeError(self.name, f"the message cannot go over gRPC: {exc}", 400) from None
         try:
-            reply = await rpc(request, timeout=self.timeouts.call)
+            reply = await rpc(request, timeout=self.timeouts.call, metadata=metadata)
         except grpc.aio.AioRpcError as exc:
             raise self._failed(exc) from None
         return json_format.MessageToDict(reply)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import grpc
 import numpy as np
 
+from inferd.core import tracing
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InferdError, InvalidInput
 from inferd.core.types import (
@@ -125,13 +126,19 @@ class V2Servicer:
 
     @_answer_errors
     async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> pb.ModelInferResponse:
-        payloads = self.dataplane.payloads
+        payloads, tracer = self.dataplane.payloads, tracing.tracer
         logged = None if payloads is None else cloudevents.log_grpc(payloads, request)
-        decoded = decode_request(request)
+        if tracer is None:
+            decoded = decode_request(request)
+        else:
+            decoded = tracer.step("inferd.decode", decode_request, request)
         response = await self.dataplane.infer(
             request.model_name, request.model_version or None, decoded, PROTOCOL
         )
-        message = encode_response(response)
+        if tracer is None:
+            message = encode_response(response)
+        else:
+            message = tracer.step("inferd.encode", encode_response, response)
         if logged is not None:
             cloudevents.log_grpc_response(logged, message)
         return message

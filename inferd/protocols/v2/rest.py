@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope
 
+from inferd.core import tracing
 from inferd.core.dataplane import DataPlane
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.protocols import asgi, cloudevents
@@ -73,9 +74,16 @@ class Infer(asgi.BareEndpoint):
         logged = None
         if payloads is not None:
             logged = cloudevents.log_rest(payloads, name, body, asgi.header(scope, b"content-type"), length)
-        inference = decode_request(body, length)
+        tracer = tracing.tracer
+        if tracer is None:
+            inference = decode_request(body, length)
+        else:
+            inference = tracer.step("inferd.decode", decode_request, body, length)
         response = await self.dataplane.infer(name, version, inference, "rest")
-        content, header_length = encode_response(response, inference)
+        if tracer is None:
+            content, header_length = encode_response(response, inference)
+        else:
+            content, header_length = tracer.step("inferd.encode", encode_response, response, inference)
         if logged is not None:
             cloudevents.log_rest_response(logged, content, header_length)
         if header_length is None:

@@ -134,7 +134,7 @@ class Echo(grpc.GenericRpcHandler):  # type: ignore[misc]
             seen = [
                 (key if key.startswith("x-") else f"x-seen-{key}", value)
                 for key, value in context.invocation_metadata()
-                if key.startswith("x-") or key in ("authorization", "inferd-endpoint")
+                if key.startswith("x-") or key in ("authorization", "inferd-endpoint", "traceparent")
             ]
             remaining = context.time_remaining()
             context.set_trailing_metadata(
@@ -170,6 +170,7 @@ def test_messages_metadata_status_and_deadline_pass_through() -> None:
                         ("x-custom", "kept"),
                         ("x-binary-bin", b"\x00\xff"),
                         ("authorization", "Bearer o"),
+                        ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
                     ],
                     timeout=5,
                 )
@@ -177,6 +178,10 @@ def test_messages_metadata_status_and_deadline_pass_through() -> None:
                 trailing = dict(call.trailing_metadata())
                 assert trailing["x-custom"] == "kept" and trailing["x-binary-bin"] == b"\x00\xff"
                 assert trailing["x-seen-authorization"] == "Bearer inner"  # the gateway's, not the client's
+                assert (
+                    trailing["x-seen-traceparent"]
+                    == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                )  # a trace goes on
                 assert "x-seen-inferd-endpoint" not in trailing  # the only endpoint, by default
                 # the deadline went along (gRPC rounds the timeout it encodes: a few ms over is the same)
                 assert 0 < float(trailing["x-remaining"]) <= 5.1

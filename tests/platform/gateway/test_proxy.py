@@ -38,6 +38,7 @@ def test_headers_pass_through_but_hop_by_hop_ones(
         headers={
             "x-custom": "kept",
             "x-request-id": "abc",
+            "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # a trace goes on
             "keep-alive": "timeout=5",
             "connection": "keep-alive, x-private",
             "x-private": "dropped",
@@ -49,6 +50,7 @@ def test_headers_pass_through_but_hop_by_hop_ones(
     assert answer.status_code == 200
     seen = dict(answer.json()["headers"])
     assert seen["x-custom"] == "kept" and seen["x-request-id"] == "abc"
+    assert seen["traceparent"] == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     assert seen["host"] == alpha.address
     assert seen["x-forwarded-host"] == "models.example.com"
     assert seen["x-forwarded-for"] == "10.0.0.1, 127.0.0.1"

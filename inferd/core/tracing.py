@@ -1,0 +1,84 @@
+"""Distributed tracing's one switch: ``tracer`` is None (tracing off, the default) or the process's
+`Tracer`, which `configure` loads from `inferd.core.otel` (the OpenTelemetry SDK, the ``tracing``
+extra). Code on the request path checks ``tracing.tracer is not None`` once and does nothing more when
+it is None: with tracing off nothing of OpenTelemetry is imported.
+
+Tracing is on when the ``tracing`` setting is (``--tracing``, ``INFERD_TRACING=true``), or when the
+environment asks for traces the standard way: ``OTEL_TRACES_EXPORTER`` set to an exporter (not
+``none``) or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` set. ``OTEL_EXPORTER_OTLP_ENDPOINT`` alone does
+not turn it on (it is often set for metrics and logs too), and ``OTEL_SDK_DISABLED=true`` keeps it off.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+#: The W3C trace context header (``traceparent``) and its companion.
+HEADERS = ("traceparent", "tracestate")
+
+
+class Tracer(Protocol):
+    """What the request path asks of tracing (`inferd.core.otel.OtelTracer` implements it)."""
+
+    def server(
+        self, name: str, protocol: str, carrier: Iterable[tuple[str, str]], attributes: Mapping[str, Any]
+    ) -> AbstractContextManager[Any]:
+        """The span of one received call, a child of the caller's ``traceparent`` in ``carrier`` (the
+        request's headers or metadata), current while the block runs; the block gets a handle to pass
+        to `finish`."""
+
+    def finish(self, span: Any, status: int | None = None, grpc_code: str | None = None) -> None:
+        """Record a request span's outcome: its HTTP status or its gRPC status code name."""
+
+    def model(self, name: str, protocol: str) -> None:
+        """Name the model and protocol of the current request (the data plane knows them)."""
+
+    def span(self, name: str) -> AbstractContextManager[Any]:
+        """An internal span, a child of the current one and current while the block runs."""
+
+    def step(self, name: str, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` within an internal span ``name`` (decode, encode)."""
+
+    def client(self, name: str, attributes: Mapping[str, Any]) -> AbstractContextManager[dict[str, str]]:
+        """A client span for a call to another server; the block gets the headers (``traceparent``)
+        to send with it, naming that span as the callee's parent."""
+
+    def waiting(self) -> Any:
+        """An opaque token for a request that starts waiting for a batch (`batch` takes it)."""
+
+    def batch(self, waiting: list[Any], size: int) -> AbstractContextManager[Any]:
+        """The span of one batch's model call: each request's wait span ends, and the batch span,
+        current while the block runs, links to each request's span."""
+
+
+#: The process's tracer, None while tracing is off.
+tracer: Tracer | None = None
+
+
+def wanted(setting: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether tracing is on, by the ``tracing`` setting and the standard ``OTEL_*`` variables."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    return setting or exporter not in ("", "none") or bool(environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+
+
+def configure(setting: bool) -> Tracer | None:
+    """Turn tracing on in this process when `wanted` (once: the tracer is kept); the SDK is imported
+    only then, and a missing extra is a clear error."""
+    global tracer
+    if tracer is None and wanted(setting):
+        try:
+            otel = importlib.import_module("inferd.core.otel")
+        except ImportError as exc:
+            raise RuntimeError(
+                f"tracing needs the OpenTelemetry SDK: pip install 'inferd[tracing]' ({exc})"
+            ) from None
+        tracer = otel.OtelTracer.from_environment()
+    return tracer
