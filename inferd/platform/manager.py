@@ -23,7 +23,7 @@ from typing import BinaryIO
 from inferd.core.errors import Conflict, InvalidInput, NotFound
 from inferd.platform.artifacts import ArtifactStore, Bundle
 from inferd.platform.datapath import DataPath
-from inferd.platform.records import Deployment, Endpoint, Route, Service, ServiceState, Version
+from inferd.platform.records import Deployment, Endpoint, Route, Service, ServiceState, Version, of_deployment
 from inferd.platform.runs import Runs
 from inferd.platform.services import LocalRunner, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
@@ -94,9 +94,7 @@ class Platform:
         """Record a service of ``version_id`` and start it; it is ``starting`` until its server is ready.
         ``engine`` ``ray`` runs it on Ray Serve (InvalidInput when Ray is not installed)."""
         found = self.store.deployment(deployment)
-        version = self.store.version(version_id)
-        if version.deployment_id != found.id:
-            raise InvalidInput(f"version {version_id} is not a version of deployment {found.name}")
+        version = of_deployment(self.store.version(version_id), found, InvalidInput)
         if engine == "ray" and importlib.util.find_spec("ray") is None:
             raise InvalidInput("the ray engine needs Ray Serve beside inferd: pip install 'inferd[ray]'")
         service = self.store.add_service(

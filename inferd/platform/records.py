@@ -10,7 +10,9 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
+
+from inferd.core.errors import InferdError, NotFound
 
 PREFIXES = {
     "deployment": "dep",
@@ -152,3 +154,16 @@ class Trigger:
     created_at: datetime = field(default_factory=now)
     #: Environment variables of each run it starts (as a run's ``parameters``).
     parameters: dict[str, Any] = field(default_factory=dict)
+
+
+#: The records that belong to one deployment.
+Owned = TypeVar("Owned", Version, Service, Endpoint, Run, Trigger)
+
+
+def of_deployment(record: Owned, deployment: Deployment, error: type[InferdError] = NotFound) -> Owned:
+    """``record`` when it belongs to ``deployment``; else ``error`` (NotFound for a record a path named,
+    InvalidInput for one a body named) naming both."""
+    if record.deployment_id != deployment.id:
+        kind = type(record).__name__.lower()
+        raise error(f"{kind} {record.id!r} is not a {kind} of deployment {deployment.name!r}")
+    return record

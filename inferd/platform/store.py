@@ -42,6 +42,7 @@ from inferd.platform.records import (
     Version,
     new_id,
     now,
+    of_deployment,
 )
 
 #: The schema, one script per version; append only.
@@ -566,10 +567,7 @@ class Store:
 
     def services(self, deployment_id: str | None = None) -> list[Service]:
         with self._read() as db:
-            if deployment_id is None:
-                return _select(db, SERVICES)
-            deployment = self._deployment(db, deployment_id)
-            return _select(db, SERVICES, "deployment_id = ?", deployment.id)
+            return self._listed(db, SERVICES, deployment_id)
 
     def update_service(self, id: str, **changes: Any) -> Service:
         """Change a service's state, ports, pid, reason, restarts, workers, environment or replicas."""
@@ -706,15 +704,7 @@ class Store:
 
     def runs(self, deployment_id: str | None = None, trigger_id: str | None = None) -> list[Run]:
         with self._read() as db:
-            where: list[str] = []
-            args: list[Any] = []
-            if deployment_id is not None:
-                where.append("deployment_id = ?")
-                args.append(self._deployment(db, deployment_id).id)
-            if trigger_id is not None:
-                where.append("trigger_id = ?")
-                args.append(trigger_id)
-            return _select(db, RUNS, " AND ".join(where), *args)
+            return self._listed(db, RUNS, deployment_id, trigger_id=trigger_id)
 
     def update_run(self, id: str, **changes: Any) -> Run:
         """Change a run's state, reason or finished_at. A finished run's state is final (`Conflict`);
@@ -767,15 +757,9 @@ class Store:
 
     def triggers(self, deployment_id: str | None = None, enabled: bool | None = None) -> list[Trigger]:
         with self._read() as db:
-            where: list[str] = []
-            args: list[Any] = []
-            if deployment_id is not None:
-                where.append("deployment_id = ?")
-                args.append(self._deployment(db, deployment_id).id)
-            if enabled is not None:
-                where.append("enabled = ?")
-                args.append(int(enabled))
-            return _select(db, TRIGGERS, " AND ".join(where), *args)
+            return self._listed(
+                db, TRIGGERS, deployment_id, enabled=None if enabled is None else int(enabled)
+            )
 
     def update_trigger(self, id: str, **changes: Any) -> Trigger:
         """Change a trigger's enabled flag, input, output or version (one of its deployment)."""
@@ -887,12 +871,20 @@ class Store:
             raise NotFound(f"deployment {id_or_name!r} does not exist")
         return DEPLOYMENTS.from_row(row)
 
+    def _listed(
+        self, db: sqlite3.Connection, kind: _Kind[R], deployment_id: str | None, **equal: Any
+    ) -> list[R]:
+        """The records of ``kind`` of one deployment (by id or name; all with None) whose columns
+        equal ``equal``'s values (a None value: any)."""
+        wanted = {column: value for column, value in equal.items() if value is not None}
+        if deployment_id is not None:
+            wanted["deployment_id"] = self._deployment(db, deployment_id).id
+        where = " AND ".join(f"{column} = ?" for column in wanted)
+        return _select(db, kind, where, *wanted.values())
+
     @staticmethod
     def _version_of(db: sqlite3.Connection, deployment: Deployment, version_id: str) -> Version:
-        version = _get(db, VERSIONS, version_id)
-        if version.deployment_id != deployment.id:
-            raise InvalidInput(f"version {version_id} is not a version of deployment {deployment.name!r}")
-        return version
+        return of_deployment(_get(db, VERSIONS, version_id), deployment, InvalidInput)
 
 
 def _statements(script: str) -> list[str]:

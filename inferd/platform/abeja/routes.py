@@ -39,7 +39,7 @@ from inferd.platform.abeja.presign import LIFETIME_SECONDS, Presigner
 from inferd.platform.abeja.runs import AbejaRuns, Datalake
 from inferd.platform.datapath import GatewayPath
 from inferd.platform.manager import Platform
-from inferd.platform.records import Deployment, Endpoint, Service, new_id
+from inferd.platform.records import Deployment, Endpoint, Service, new_id, of_deployment
 from inferd.platform.records import Route as Weighted
 from inferd.platform.settings import PlatformSettings
 from inferd.protocols.control import ControlRoute
@@ -98,10 +98,7 @@ class AbejaAPI:
 
     def service_of(self, request: Request) -> tuple[Deployment, Service]:
         deployment = self.deployment(request)
-        service = self.store.service(request.path_params["service"])
-        if service.deployment_id != deployment.id:
-            raise NotFound(f"service {service.id!r} is not a service of deployment {deployment.name!r}")
-        return deployment, service
+        return deployment, of_deployment(self.store.service(request.path_params["service"]), deployment)
 
     def endpoint_of(self, request: Request) -> tuple[Deployment, Endpoint]:
         deployment = self.deployment(request)
@@ -241,9 +238,7 @@ class AbejaAPI:
         pending = self.pending.get(version_id)
         if pending is not None and pending.deployment_id == deployment.id:
             raise NotFound(f"version {version_id} waits for its archive (PUT it to its upload_url)")
-        version = self.store.version(version_id)
-        if version.deployment_id != deployment.id:
-            raise NotFound(f"version {version_id!r} is not a version of deployment {deployment.name!r}")
+        version = of_deployment(self.store.version(version_id), deployment)
         return JSONResponse(shapes.version(version, self.extras.version(version.id)))
 
     async def delete_version(self, request: Request) -> Response:
@@ -253,9 +248,7 @@ class AbejaAPI:
         if pending is not None and pending.deployment_id == deployment.id:
             self.pending.pop(version_id, None)
         else:
-            version = self.store.version(version_id)
-            if version.deployment_id != deployment.id:
-                raise NotFound(f"version {version_id!r} is not a version of deployment {deployment.name!r}")
+            version = of_deployment(self.store.version(version_id), deployment)
             self.store.delete_version(version.id)
         return JSONResponse({"message": f"{version_id} deleted"})
 
@@ -267,9 +260,7 @@ class AbejaAPI:
 
     async def archive(self, request: Request) -> Response:
         deployment = self.deployment(request)
-        version = self.store.version(request.path_params["version"])
-        if version.deployment_id != deployment.id:
-            raise NotFound(f"version {version.id!r} is not a version of deployment {deployment.name!r}")
+        version = of_deployment(self.store.version(request.path_params["version"]), deployment)
         path = self.platform.artifacts.open(version.digest)
         return FileResponse(path, media_type="application/gzip", filename=f"{version.id}.tar.gz")
 
@@ -282,9 +273,7 @@ class AbejaAPI:
     async def create_service(self, request: Request) -> Response:
         deployment = self.deployment(request)
         body: NewService = parse(NewService, await request.body())
-        version = self.store.version(body.version_id)
-        if version.deployment_id != deployment.id:
-            raise NotFound(f"version {version.id!r} is not a version of deployment {deployment.name!r}")
+        version = of_deployment(self.store.version(body.version_id), deployment)
         environment = {
             **self.extras.default_environment(deployment.id),
             "SERVICE_TYPE": "HTTP",
@@ -360,10 +349,7 @@ class AbejaAPI:
         return JSONResponse({"message": f"{endpoint.id} deleted"})
 
     def _own_service(self, deployment: Deployment, service_id: str) -> Service:
-        service = self.store.service(service_id)
-        if service.deployment_id != deployment.id:
-            raise NotFound(f"service {service_id!r} is not a service of deployment {deployment.name!r}")
-        return service
+        return of_deployment(self.store.service(service_id), deployment)
 
     # ---- not built yet ----
 

@@ -18,12 +18,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from inferd.core.errors import InvalidInput, NotFound
+from inferd.core.errors import InvalidInput
 from inferd.platform.abeja import shapes
 from inferd.platform.abeja.bodies import NewRun, NewTrigger, parse
 from inferd.platform.abeja.extras import Extras
 from inferd.platform.manager import Platform
-from inferd.platform.records import Deployment, Run, RunState, Trigger
+from inferd.platform.records import Deployment, Run, RunState, Trigger, of_deployment
 from inferd.storage.locations import is_remote
 
 #: The one operator of ABEJA's ``input_data``/``output_template`` inferd reads, and the service name
@@ -134,10 +134,7 @@ class AbejaRuns:
 
     def _run_of(self, request: Request) -> Run:
         deployment = self.store.deployment(request.path_params["deployment"])
-        run = self.store.run(request.path_params["run"])
-        if run.deployment_id != deployment.id:
-            raise NotFound(f"run {run.id!r} is not a run of deployment {deployment.name!r}")
-        return run
+        return of_deployment(self.store.run(request.path_params["run"]), deployment)
 
     def _run(self, run: Run) -> dict[str, Any]:
         output = None
@@ -219,10 +216,7 @@ class AbejaRuns:
 
     def _trigger_of(self, request: Request) -> tuple[Deployment, Trigger]:
         deployment = self.store.deployment(request.path_params["deployment"])
-        trigger = self.store.trigger(request.path_params["trigger"])
-        if trigger.deployment_id != deployment.id:
-            raise NotFound(f"trigger {trigger.id!r} is not a trigger of deployment {deployment.name!r}")
-        return deployment, trigger
+        return deployment, of_deployment(self.store.trigger(request.path_params["trigger"]), deployment)
 
     def _trigger(self, request: Request, trigger: Trigger) -> dict[str, Any]:
         default_output = self.datalake.is_default_output(trigger.output)

@@ -26,7 +26,7 @@ from inferd.core.errors import Conflict, InvalidInput
 from inferd.core.processes import identity
 from inferd.core.settings import DialectSettings
 from inferd.platform.artifacts import ArtifactStore
-from inferd.platform.records import Run, RunState, Trigger
+from inferd.platform.records import Run, RunState, Trigger, of_deployment
 from inferd.platform.runs import locations
 from inferd.platform.runs.execute import Job, RunFailed, execute
 from inferd.platform.services.logs import ServiceLog
@@ -84,9 +84,7 @@ class Runs:
         """Record a ``pending`` run and start it (once a slot is free). Unknown records are NotFound;
         an input that does not exist, an output that is a file, too many inputs are InvalidInput."""
         found = self.store.deployment(deployment)
-        version = self.store.version(version_id)
-        if version.deployment_id != found.id:
-            raise InvalidInput(f"version {version_id} is not a version of deployment {found.name!r}")
+        version = of_deployment(self.store.version(version_id), found, InvalidInput)
         checked = await asyncio.to_thread(locations.check_inputs, inputs)  # walks folders
         locations.check_output(output)
         environment = _parameters(parameters or {})
@@ -126,9 +124,7 @@ class Runs:
         """A trigger running ``version_id`` for each file that appears under ``input`` from now on,
         each run with ``parameters`` (checked as a run's)."""
         found = self.store.deployment(deployment)
-        version = self.store.version(version_id)
-        if version.deployment_id != found.id:
-            raise InvalidInput(f"version {version_id} is not a version of deployment {found.name!r}")
+        version = of_deployment(self.store.version(version_id), found, InvalidInput)
         locations.check_watched(input)
         locations.check_output(output)
         environment = _parameters(parameters or {})
