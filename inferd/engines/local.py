@@ -7,11 +7,10 @@ gRPC calls finish within ``graceful_timeout``, then unloads the models. A second
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -21,7 +20,7 @@ from starlette.types import ASGIApp
 
 from inferd.config.settings import Settings
 from inferd.core.errors import ListenError
-from inferd.engines.connections import ConnectionLimits, limited_protocol
+from inferd.engines.http import SignalFreeServer, uvicorn_config
 from inferd.engines.open_files import connection_budget, raise_open_files_limit
 from inferd.engines.sockets import bind_http, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app
@@ -52,14 +51,6 @@ class Endpoints:
 OnReady = Callable[[Endpoints], None]
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: the engine stops HTTP and gRPC together."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run on uvloop where it is installed (everywhere but Windows)."""
     try:
@@ -67,24 +58,6 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     except ImportError:
         return asyncio.run(coroutine)
     return uvloop.run(coroutine)
-
-
-def uvicorn_config(settings: Settings, app: ASGIApp, max_connections: int) -> uvicorn.Config:
-    """uvicorn on httptools with inferd's connection limits (`inferd.engines.connections`)."""
-    limits = ConnectionLimits(settings.header_timeout, settings.max_header_size, max_connections)
-    return uvicorn.Config(
-        app,
-        http=limited_protocol(limits),
-        ws="none",  # no WebSocket routes: and not importing a WebSocket library saves memory
-        loop="none",
-        lifespan="off",
-        access_log=False,
-        log_config=None,
-        server_header=False,
-        proxy_headers=False,
-        timeout_graceful_shutdown=int(settings.graceful_timeout),
-        timeout_keep_alive=settings.keep_alive_timeout,
-    )
 
 
 class Backend(Protocol):
@@ -161,12 +134,12 @@ async def serve(
         except ListenError:
             await backend.drain(0)  # gRPC already runs: stop it before telling why HTTP cannot
             raise
-        http = _Server(uvicorn_config(settings, backend.app(), max_connections))
+        http = SignalFreeServer(uvicorn_config(settings, backend.app(), max_connections))
         metrics_server, metrics_port = None, None
         if settings.metrics_port is not None:
             metrics_sock = metrics_socket or bind_http(settings.host, settings.metrics_port)
             metrics_server, metrics_port = (
-                _Server(uvicorn_config(settings, create_metrics_app(settings), max_connections)),
+                SignalFreeServer(uvicorn_config(settings, create_metrics_app(settings), max_connections)),
                 port_of(metrics_sock),
             )
             metrics_task = asyncio.create_task(metrics_server.serve(sockets=[metrics_sock]))

@@ -10,17 +10,14 @@ stops one).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import uvicorn
-
-from inferd.engines.connections import ConnectionLimits, limited_protocol
+from inferd.engines.http import SignalFreeServer, uvicorn_config
 from inferd.engines.sockets import bind_http, port_of
 from inferd.platform.api.app import create_control_app
 from inferd.platform.artifacts import ArtifactStore
@@ -140,40 +137,15 @@ def free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: this process stops the API and the gateway together."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None]) -> None:
     gateway = await start_data_path(settings)
     platform = open_platform(settings, gateway.path)
     await platform.restore()
     sock = bind_http(settings.host, settings.port)
-    connection_limits = ConnectionLimits(
-        settings.header_timeout, settings.max_header_size, settings.max_connections
-    )
-    api = _Server(
-        uvicorn.Config(
-            # the gateway's real port (0 in the settings asks for a free one): the console shows it
-            create_control_app(
-                platform,
-                settings.model_copy(
-                    update={"gateway_port": gateway.port, "grpc_gateway_port": gateway.grpc_port}
-                ),
-            ),
-            http=limited_protocol(connection_limits),
-            ws="none",
-            loop="none",
-            lifespan="off",
-            access_log=False,
-            log_config=None,
-            timeout_graceful_shutdown=int(settings.graceful_timeout),
-        )
-    )
+    # the data path's real ports (0 in the settings asks for a free one): the console shows them
+    ports = {"gateway_port": gateway.port, "grpc_gateway_port": gateway.grpc_port}
+    app = create_control_app(platform, settings.model_copy(update=ports))
+    api = SignalFreeServer(uvicorn_config(settings, app, settings.max_connections))
     task = asyncio.create_task(api.serve(sockets=[sock]))
     while not api.started and not task.done():
         await asyncio.sleep(0.01)

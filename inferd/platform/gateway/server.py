@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from inferd.engines.connections import ConnectionLimits, LimitedHttpToolsProtocol
+from inferd.engines.http import SignalFreeServer
 from inferd.engines.sockets import bind_http, port_of
 from inferd.platform.gateway.proxy import DEFAULT_MAX_BODY, Gateway
 from inferd.platform.gateway.table import EndpointTable
@@ -45,14 +46,6 @@ class NoDelayProtocol(LimitedHttpToolsProtocol):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without signal handlers: the control plane owns the process's signals."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 class GatewayServer:
@@ -91,7 +84,7 @@ async def serve_gateway(
     if tokens is not None:
         app = BearerAuth(gateway, tokens, open_routes(open_paths))
     sock = sock or bind_http(host, port)
-    server = _Server(uvicorn_config(app, limits))
+    server = SignalFreeServer(uvicorn_config(app, limits))
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():
