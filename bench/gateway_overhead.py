@@ -86,14 +86,14 @@ def haproxy_process(upstream: str) -> Iterator[str | None]:
     import shutil
     import tempfile
 
+    from inferd.engines.sockets import free_ports
     from inferd.platform.haproxy import HAProxyPath
-    from inferd.platform.process import free_port
 
     if shutil.which("haproxy") is None:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="inferd-bench-haproxy-") as folder:
-        path = HAProxyPath(Path(folder), "127.0.0.1", free_port("127.0.0.1"))
+        path = HAProxyPath(Path(folder), "127.0.0.1", free_ports("127.0.0.1")[0])
 
         async def start() -> None:
             await path.start()

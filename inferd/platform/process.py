@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from inferd.engines.http import SignalFreeServer, uvicorn_config
-from inferd.engines.sockets import bind_http, port_of
+from inferd.engines.sockets import bind_http, free_ports, port_of
 from inferd.platform.api.app import create_control_app
 from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.datapath import DataPath, GatewayPath
@@ -81,8 +80,9 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
     API's tokens."""
     upstream_token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
     if settings.data_path == "haproxy":
-        port = settings.gateway_port or free_port(settings.host)
-        grpc_port = settings.grpc_gateway_port or free_port(settings.host)
+        free = iter(free_ports(settings.host, 2))  # two distinct ones, for the ports given as 0
+        port = settings.gateway_port or next(free)
+        grpc_port = settings.grpc_gateway_port or next(free)
         tokens = [token.get_secret_value() for token in settings.auth_tokens]
         haproxy = HAProxyPath(
             platform_root(settings) / "haproxy",
@@ -129,12 +129,6 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         await asyncio.gather(gateway.stop(), grpc_gateway.stop(settings.graceful_timeout))
 
     return RunningPath(GatewayPath(table), gateway.port, grpc_gateway.port, stop)
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
 
 
 async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None]) -> None:
