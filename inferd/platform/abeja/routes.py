@@ -281,7 +281,7 @@ class AbejaAPI:
             **body.environment,
         }
         service = await self.platform.create_service(
-            deployment.id, version.id, body.instance_number, environment
+            deployment.id, version.id, 1, environment, scaling=body.scaling()
         )
         extras = ServiceExtras(
             body.instance_type, body.instance_number, body.enable_autoscale, dict(body.environment)
