@@ -33,6 +33,10 @@ class PlatformSettings(ServerSettings):
     max_bundle_size: int = Field(512 * 1024 * 1024, ge=1)
     """Largest version archive (bytes) an upload may hold, packed or unpacked."""
 
+    max_api_body_size: int = Field(1024 * 1024, ge=1)
+    """Largest body (bytes) of a control API request other than an archive upload (those take
+    ``max_bundle_size``) or an inference through the ABEJA-compatible data path (``max_body_size``)."""
+
     autoscale_interval: float = Field(1.0, gt=0)
     """How often the autoscaler samples the requests each service's replicas hold at the data path."""
 

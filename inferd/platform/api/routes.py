@@ -23,6 +23,7 @@ from inferd.platform.records import Route as Weighted
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.forms import UploadLimits, read_form
 from inferd.protocols.json import JSONResponse
+from inferd.server.limits import BodyLimit, SizedControlRoute
 
 PREFIX = "/platform/v1"
 Handler = Callable[[Request], Awaitable[Response]]
@@ -216,7 +217,10 @@ def routes(api: ControlAPI) -> list[BaseRoute]:
         ("/endpoints/{endpoint}", "GET", api.endpoint),
         ("/endpoints/{endpoint}", "DELETE", api.delete_endpoint),
     ]
+    upload = BodyLimit(api.limits.max_size, "INFERD_MAX_BUNDLE_SIZE")
     return [
-        (Route if method == "GET" else ControlRoute)(PREFIX + path, handler, methods=[method])
+        SizedControlRoute(PREFIX + path, handler, methods=[method], body_limit=upload)
+        if handler == api.create_version
+        else (Route if method == "GET" else ControlRoute)(PREFIX + path, handler, methods=[method])
         for path, method, handler in table
     ]
