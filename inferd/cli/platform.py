@@ -53,6 +53,15 @@ def _call(
     return answer.json() if answer.body and answer.is_json else None
 
 
+MinReplicas = Annotated[int, typer.Option(help="Fewest replicas (separate servers behind its endpoints).")]
+MaxReplicas = Annotated[
+    int | None, typer.Option(help="Most replicas the autoscaler runs (default: --min-replicas, no scaling).")
+]
+TargetConcurrency = Annotated[
+    float, typer.Option(help="Requests in flight per replica the autoscaler aims for.")
+]
+
+
 def _show(found: Any, json_output: bool, columns: tuple[str, ...] = ()) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -188,24 +197,56 @@ def versions(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOpt
 def start(
     deployment: str,
     version: Annotated[str, typer.Argument(help="The version's id.")],
-    workers: Annotated[int, typer.Option(help="Worker processes of its server.")] = 1,
+    workers: Annotated[int, typer.Option(help="Worker processes of each replica's server.")] = 1,
     env: Annotated[list[str] | None, typer.Option(help="KEY=VALUE; repeatable.")] = None,
     engine: Annotated[
         str, typer.Option(help="local, or ray: Ray Serve replicas (--workers of them; INFERD_RAY_ADDRESS).")
     ] = "local",
+    min_replicas: MinReplicas = 1,
+    max_replicas: MaxReplicas = None,
+    target_concurrency: TargetConcurrency = 1.0,
     url: UrlOption = DEFAULT_URL,
     json_output: JsonOption = False,
 ) -> None:
-    """Start a service running VERSION of DEPLOYMENT."""
-    body = {"version": version, "workers": workers, "environment": _pairs(env, "--env"), "engine": engine}
+    """Start a service running VERSION of DEPLOYMENT, scaled between --min-replicas and
+    --max-replicas by its requests in flight."""
+    body = {
+        "version": version,
+        "workers": workers,
+        "environment": _pairs(env, "--env"),
+        "engine": engine,
+        **_scaling(min_replicas, max_replicas, target_concurrency),
+    }
     _show(_call(url, "POST", f"/deployments/{_quoted(deployment)}/services", body), json_output)
 
 
 @app.command(cls=Command)
+def scale(
+    service: str,
+    min_replicas: MinReplicas = 1,
+    max_replicas: MaxReplicas = None,
+    target_concurrency: TargetConcurrency = 1.0,
+    replicas: Annotated[int | None, typer.Option(help="Replicas to run now (default: as many).")] = None,
+    url: UrlOption = DEFAULT_URL,
+    json_output: JsonOption = False,
+) -> None:
+    """Change how SERVICE scales; its replicas are brought within the new bounds at once."""
+    body = {**_scaling(min_replicas, max_replicas, target_concurrency), "replicas": replicas}
+    _show(_call(url, "PUT", f"/services/{_quoted(service)}/scaling", body), json_output)
+
+
+def _scaling(low: int, high: int | None, target: float) -> dict[str, Any]:
+    return {"min_replicas": low, "max_replicas": low if high is None else high, "target_concurrency": target}
+
+
+@app.command(cls=Command)
 def services(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
-    """List a deployment's services with their state."""
+    """List a deployment's services with their state and replicas (ready/wanted)."""
     found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/services")
-    _show(found, json_output, ("id", "version_id", "state", "port", "grpc_port", "restarts", "reason"))
+    if not json_output:
+        found = [{**item, "replicas": f"{item['ready_replicas']}/{item['replicas']}"} for item in found]
+    columns = ("id", "version_id", "state", "replicas", "port", "grpc_port", "restarts", "reason")
+    _show(found, json_output, columns)
 
 
 @app.command(cls=Command)

@@ -157,7 +157,8 @@ def _details(status: DeploymentStatus) -> None:
 
     print(f"{status.name}: {status.status}, replicas {status.replicas}, endpoint ", end="")
     print(f"/e/{status.endpoint}/" if status.endpoint else "(none)")
-    table = Table("service", "version", "weight", "state", "workers", "requests", "p50", "p99", "reason")
+    columns = ("service", "version", "weight", "state", "replicas", "workers", "requests", "p50", "p99")
+    table = Table(*columns, "reason")
     for service in status.services:
         latency: dict[str, Any] = (service.metrics or {}).get("latency_ms") or {}
         weight = "shadow" if service.shadow else ("-" if service.weight is None else str(service.weight))
@@ -166,6 +167,7 @@ def _details(status: DeploymentStatus) -> None:
             service.version,
             weight,
             service.state,
+            f"{service.ready_replicas}/{service.replicas}",
             str(service.workers),
             str(service.requests),
             _ms(latency.get("p50")),

@@ -1,6 +1,8 @@
 """What carries an endpoint's requests to its services: the embedded gateway (`GatewayPath`, the
-default) or HAProxy (`inferd.platform.haproxy`). The platform only routes, unroutes and waits for a
-service to drain; each data path does it its own way."""
+default) or HAProxy (`inferd.platform.haproxy`). The platform only routes, unroutes, waits for a
+service to drain and samples the requests in flight (for the autoscaler); each data path does it its
+own way. A route is one service: its weight, and its upstreams (one per ready replica) between which
+the data path balances its share."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ from typing import Protocol
 
 from inferd.platform.gateway import EndpointTable
 
-#: (upstream "127.0.0.1:port", weight) pairs.
-Routes = Sequence[tuple[str, int]]
+#: (upstream "127.0.0.1:port" or a service's upstreams, weight) pairs.
+Routes = Sequence[tuple[str | Sequence[str], int]]
 #: (upstream, percent of requests copied) or None.
 ShadowRoute = tuple[str, float] | None
 #: Upstream → the gRPC address (``"127.0.0.1:port"``) of the same service, for those serving gRPC.
@@ -31,6 +33,23 @@ class DataPath(Protocol):
         """Wait until ``upstream`` has no request (nor gRPC call) in flight; False when ``timeout``
         passed first."""
 
+    async def inflight(self) -> Mapping[str, int]:
+        """The requests (and gRPC calls) each upstream holds now; upstreams holding none may be
+        left out."""
+
+
+def spread(routes: Routes, scale: int = 1) -> dict[str, int]:
+    """Each upstream's own weight, for a data path that knows no groups: a route's weight times
+    ``scale`` shared between its upstreams as evenly as whole numbers allow (the first ones get
+    the remainder), so each route's total stays its weight exactly."""
+    weights: dict[str, int] = {}
+    for upstreams, weight in routes:
+        group = [upstreams] if isinstance(upstreams, str) else list(upstreams)
+        share, extra = divmod(weight * scale, len(group))
+        for index, upstream in enumerate(group):
+            weights[upstream] = share + (1 if index < extra else 0)
+    return weights
+
 
 class GatewayPath:
     """The embedded gateway's table, as a data path."""
@@ -48,3 +67,6 @@ class GatewayPath:
 
     async def drained(self, upstream: str, timeout: float) -> bool:
         return await self.table.drained(upstream, timeout)
+
+    async def inflight(self) -> Mapping[str, int]:
+        return self.table.inflight_all()

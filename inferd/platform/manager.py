@@ -4,9 +4,15 @@ routes all call this and nothing below it.
 
 The order of each operation is what leaves nothing half-done: a record is written last when the work
 can fail (a version's bundle is stored before its record), first when a process must find it (a
-service is recorded ``starting`` before its process starts, so a crash of the control process leaves
-a record to re-adopt or restart). An endpoint switch takes effect in the gateway at once; a service
-no longer routed to is stopped only once its in-flight requests are answered.
+service or a replica is recorded ``starting`` before its process starts, so a crash of the control
+process leaves a record to re-adopt or restart). An endpoint switch takes effect in the gateway at
+once; a service no longer routed to is stopped only once its in-flight requests are answered.
+
+A local service runs as replicas, each an ``inferd serve`` of its own on its own loopback port; the
+endpoints balance a service's share of their requests over its ready replicas (`Platform.scale`
+starts and retires them, `inferd.platform.scaling` decides how many). A replica joins the data path
+once its server is ready and leaves it before it is stopped, after its in-flight requests are
+answered.
 """
 
 from __future__ import annotations
@@ -14,16 +20,28 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-import random
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
 from inferd.core.errors import Conflict, InvalidInput, NotFound
 from inferd.platform.artifacts import ArtifactStore, Bundle
 from inferd.platform.datapath import DataPath
-from inferd.platform.records import Deployment, Endpoint, Route, Service, ServiceState, Version, of_deployment
+from inferd.platform.records import (
+    Deployment,
+    Endpoint,
+    Replica,
+    Route,
+    Scaling,
+    Service,
+    ServiceState,
+    Version,
+    of_deployment,
+    replica_of,
+)
+from inferd.platform.routing import DRAIN_SECONDS, Routing, address
 from inferd.platform.runs import Runs
 from inferd.platform.services import LocalRunner, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
@@ -31,8 +49,6 @@ from inferd.platform.store import Store
 
 logger = logging.getLogger("inferd.platform")
 
-#: How long a switched-away service may take to answer what it holds before it is stopped.
-DRAIN_SECONDS = 30.0
 LIVE_STATES = (ServiceState.STARTING, ServiceState.RUNNING)
 
 
@@ -47,6 +63,10 @@ class Platform:
         self.runner = LocalRunner(self._changed)
         #: Runs and triggers (`inferd.platform.runs`).
         self.runs = Runs(store, artifacts, root)
+        #: The endpoints as the data path has them: each service's ready replicas by its weight.
+        self.routing = Routing(store, path)
+        #: One at a time per service: its start, stop and scaling.
+        self._locks: dict[str, asyncio.Lock] = {}
 
     # ---- deployments ----
 
@@ -90,26 +110,40 @@ class Platform:
         workers: int = 1,
         environment: Mapping[str, str] | None = None,
         engine: str = "local",
+        scaling: Scaling | None = None,
     ) -> Service:
         """Record a service of ``version_id`` and start it; it is ``starting`` until its server is ready.
-        ``engine`` ``ray`` runs it on Ray Serve (InvalidInput when Ray is not installed)."""
+        ``engine`` ``ray`` runs it on Ray Serve (InvalidInput when Ray is not installed), which scales
+        it itself between ``scaling``'s bounds."""
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         if engine == "ray" and importlib.util.find_spec("ray") is None:
             raise InvalidInput("the ray engine needs Ray Serve beside inferd: pip install 'inferd[ray]'")
+        scaling = scaling or Scaling()
         service = self.store.add_service(
-            found.id, version.id, engine=engine, workers=workers, environment=dict(environment or {})
+            found.id,
+            version.id,
+            engine=engine,
+            workers=workers,
+            environment=dict(environment or {}),
+            min_replicas=scaling.min_replicas,
+            max_replicas=scaling.max_replicas,
+            target_concurrency=scaling.target_concurrency,
+            replicas=scaling.initial,
         )
         return await self.start_service(service.id)
 
     async def start_service(self, service_id: str) -> Service:
-        service = self.store.service(service_id)
-        if service.state in LIVE_STATES:
-            return service
-        version = self.store.version(service.version_id)
-        folder = self._unpacked(service, version)
-        self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
-        await self.runner.start(self._spec(service, version, folder))
+        """Start its first replica, and the others it wants (each joins the endpoints when ready)."""
+        async with self._lock(service_id):
+            service = self.store.service(service_id)
+            if service.state in LIVE_STATES:
+                return service
+            version = self.store.version(service.version_id)
+            folder = self._unpacked(service, version)
+            service = self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
+            await self.runner.start(self._spec(service, version, folder))
+            await self._reconcile(service.id)
         return self.store.service(service.id)
 
     async def stop_service(self, service_id: str) -> Service:
@@ -118,8 +152,71 @@ class Platform:
             raise Conflict(
                 f"service {service.id} receives traffic from an endpoint; route the endpoint elsewhere first"
             )
-        await self.runner.stop(service.id)
+        async with self._lock(service.id):
+            replicas = self.store.replicas(service.id)
+            await asyncio.gather(*(self._stop_replica(replica) for replica in replicas))
+            await self.runner.stop(service.id)
+            # its next start begins with its fewest replicas again
+            self.store.update_service(service.id, replicas=max(1, service.min_replicas))
         return self.store.service(service.id)
+
+    # ---- replicas ----
+
+    async def scale(self, service_id: str, replicas: int) -> Service:
+        """Run ``replicas`` replicas of a live local service (within its min and max: InvalidInput
+        otherwise): new ones join its endpoints once ready; the last ones leave the endpoints, answer
+        what they hold, and stop."""
+        async with self._lock(service_id):
+            service = self.store.update_service(service_id, replicas=replicas)
+            await self._reconcile(service.id)
+        return self.store.service(service_id)
+
+    async def set_scaling(self, service_id: str, scaling: Scaling) -> Service:
+        """New bounds and target for a service; its replicas are brought within the bounds at once."""
+        async with self._lock(service_id):
+            service = self.store.service(service_id)
+            wanted = min(max(service.replicas, scaling.min_replicas, 1), scaling.max_replicas)
+            service = self.store.update_service(
+                service.id,
+                min_replicas=scaling.min_replicas,
+                max_replicas=scaling.max_replicas,
+                target_concurrency=scaling.target_concurrency,
+                replicas=scaling.initial or wanted,
+            )
+            await self._reconcile(service.id)
+        return self.store.service(service_id)
+
+    async def _reconcile(self, service_id: str) -> None:
+        """Start the replicas a live local service lacks, retire those beyond what it wants."""
+        service = self.store.service(service_id)
+        if service.engine != "local" or service.state not in LIVE_STATES:
+            return
+        have = {replica.number: replica for replica in self.store.replicas(service.id)}
+        version = self.store.version(service.version_id)
+        folder = self._unpacked(service, version)
+        for number in range(1, service.replicas):
+            if number not in have:
+                replica = self.store.add_replica(service.id, number)
+                await self.runner.start(self._replica_spec(self._spec(service, version, folder), replica))
+        extra = sorted((r for n, r in have.items() if n >= service.replicas), key=lambda r: -r.number)
+        await asyncio.gather(*(self._retire(service, replica) for replica in extra))
+
+    async def _retire(self, service: Service, replica: Replica) -> None:
+        """Off the data path, its in-flight requests answered, then stopped and forgotten."""
+        self.routing.leaving.add(replica.id)
+        try:
+            await self.routing.republish(service.id)
+            if replica.port is not None:
+                await self.path.drained(address(replica.port), DRAIN_SECONDS)
+            await self._stop_replica(replica)
+        finally:
+            self.routing.leaving.discard(replica.id)
+
+    async def _stop_replica(self, replica: Replica) -> None:
+        if replica.id in self.runner.service_ids():
+            await self.runner.stop(replica.id)
+        self.store.delete_replica(replica.id)
+        self.routing.changed(replica.service_id)
 
     async def delete_service(self, service_id: str) -> None:
         service = await self.stop_service(service_id)
@@ -156,9 +253,9 @@ class Platform:
             endpoint = self.store.update_endpoint(
                 before.id, routes=routes, shadow_service_id=shadow_service_id, shadow_percent=shadow_percent
             )
-        await self._publish(endpoint)
+        await self.routing.publish(endpoint)
         if before is not None:
-            await self._drain(before, endpoint)
+            await self.routing.drain(before, endpoint)
         return endpoint
 
     async def delete_endpoint(self, endpoint_id: str) -> None:
@@ -169,35 +266,61 @@ class Platform:
     # ---- the control process's life ----
 
     async def restore(self) -> None:
-        """After a restart of the control process: adopt the services still running (or start them
-        again), and give the gateway every endpoint."""
+        """After a restart of the control process: adopt the services still running with their
+        replicas (or start them again), give the gateway every endpoint, and bring each service to
+        the replicas it wants."""
         for service in self.store.services():
-            if service.state not in LIVE_STATES:
+            replicas = self.store.replicas(service.id)
+            live = service.state in LIVE_STATES
+            if not live and not replicas:
                 continue
             version = self.store.version(service.version_id)
             spec = self._spec(service, version, self._unpacked(service, version))
-            await self.runner.adopt(spec, service.pid, service.port, service.restarts)
+            if live:
+                await self.runner.adopt(spec, service.pid, service.port, service.restarts)
+            for replica in replicas:
+                await self.runner.adopt(
+                    self._replica_spec(spec, replica), replica.pid, replica.port, replica.restarts
+                )
+                if not live:  # left by a stop the previous control process did not finish
+                    await self._stop_replica(replica)
         for endpoint in self.store.endpoints():
-            await self._publish(endpoint)
+            await self.routing.publish(endpoint)
+        for service in self.store.services():
+            await self._reconcile(service.id)
         await self.runs.restore()
 
     def detach(self) -> None:
         """Stop supervising; the services keep running, to be adopted by the next control process."""
+        self.routing.close()
         self.runner.detach()
         self.runs.detach()
 
     # ---- inside ----
 
-    def _changed(self, service_id: str, change: StateChange) -> None:
-        self.store.update_service(
-            service_id,
-            state=change.state,
-            port=change.port,
-            grpc_port=change.grpc_port,
-            pid=change.pid,
-            reason=change.reason,
-            restarts=change.restarts,
-        )
+    def _lock(self, service_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(service_id, asyncio.Lock())
+
+    def _changed(self, runner_id: str, change: StateChange) -> None:
+        """A replica's state changed (the service's own record for its first): recorded, and the
+        endpoints routing to its service republished when its ready replicas changed."""
+        service_id, number = replica_of(runner_id)
+        values = {
+            "state": change.state,
+            "port": change.port,
+            "grpc_port": change.grpc_port,
+            "pid": change.pid,
+            "reason": change.reason,
+            "restarts": change.restarts,
+        }
+        if number == 0:
+            self.store.update_service(service_id, **values)
+        else:
+            try:
+                self.store.update_replica(runner_id, **values)
+            except NotFound:  # retired meanwhile
+                return
+        self.routing.changed(service_id)
 
     def _unpacked(self, service: Service, version: Version) -> Path:
         folder = self.services_root / service.id
@@ -217,7 +340,14 @@ class Platform:
             port=service.port,
             engine=service.engine,
             grpc_port=service.grpc_port,
+            autoscale=(service.min_replicas, service.max_replicas) if service.engine == "ray" else None,
+            target_concurrency=service.target_concurrency,
         )
+
+    @staticmethod
+    def _replica_spec(spec: ServiceSpec, replica: Replica) -> ServiceSpec:
+        """The service's spec for one more replica: its id, its own ports."""
+        return replace(spec, service_id=replica.id, port=replica.port, grpc_port=replica.grpc_port)
 
     def _routed(self, service_id: str) -> bool:
         return any(
@@ -226,44 +356,6 @@ class Platform:
             for route in endpoint.routes
         )
 
-    async def _publish(self, endpoint: Endpoint) -> None:
-        """Give the gateway the endpoint's upstreams (the loopback ports of its services), and the
-        gRPC port of each that has one."""
-        routes, grpc = [], {}
-        for route in endpoint.routes:
-            if not route.weight:
-                continue
-            service = self.store.service(route.service_id)
-            upstream = self._upstream(route.service_id)
-            routes.append((upstream, route.weight))
-            if service.grpc_port is not None:
-                grpc[upstream] = f"127.0.0.1:{service.grpc_port}"
-        shadow = (
-            (self._upstream(endpoint.shadow_service_id), endpoint.shadow_percent)
-            if endpoint.shadow_service_id
-            else None
-        )
-        await self.path.route(endpoint.name, routes, shadow, grpc)
-
     def pick_upstream(self, endpoint_name: str) -> str | None:
-        """A service of endpoint ``endpoint_name`` picked by weight, as the data path would: for a
-        caller that does not go through it (ABEJA's clients, when HAProxy carries the endpoints)."""
-        for endpoint in self.store.endpoints():
-            if endpoint.name == endpoint_name:
-                weighted = [(route.service_id, route.weight) for route in endpoint.routes if route.weight]
-                if not weighted:
-                    return None
-                (chosen,) = random.choices([sid for sid, _ in weighted], [w for _, w in weighted])
-                return self._upstream(chosen)
-        raise NotFound(f"endpoint {endpoint_name!r} is not served")
-
-    def _upstream(self, service_id: str) -> str:
-        service = self.store.service(service_id)
-        if service.port is None:
-            raise Conflict(f"service {service_id} has no address yet; wait until it runs")
-        return f"127.0.0.1:{service.port}"
-
-    async def _drain(self, before: Endpoint, after: Endpoint) -> None:
-        still = {route.service_id for route in after.routes if route.weight}
-        gone = [route.service_id for route in before.routes if route.weight and route.service_id not in still]
-        await asyncio.gather(*(self.path.drained(self._upstream(sid), DRAIN_SECONDS) for sid in gone))
+        """A replica of a service of the endpoint, the service picked by weight (`Routing.pick_upstream`)."""
+        return self.routing.pick_upstream(endpoint_name)

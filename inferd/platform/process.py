@@ -1,10 +1,10 @@
 """The control process (``inferd platform serve``): the control API and the endpoints' gateway on one
 event loop, over the platform's state in ``DATA_DIR/platform``.
 
-At start it re-adopts the services its previous run left running (or starts them again) and gives the
-gateway every endpoint; on SIGTERM or Ctrl+C it stops accepting, lets in-flight requests finish, and
-leaves the services running for the next control process to adopt (`inferd platform services stop`
-stops one).
+At start it re-adopts the services its previous run left running, with their replicas (or starts them
+again), gives the gateway every endpoint and starts the autoscaler (`inferd.platform.scaling`); on
+SIGTERM or Ctrl+C it stops accepting, lets in-flight requests finish, and leaves the services running for
+the next control process to adopt (`inferd platform services stop` stops one).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from inferd.platform.gateway.grpc_proxy import serve_grpc_gateway
 from inferd.platform.gateway.server import Limits, serve_gateway
 from inferd.platform.haproxy import HAProxyPath
 from inferd.platform.manager import Platform
+from inferd.platform.scaling import Autoscaler, ScalePolicy
 from inferd.platform.settings import PlatformSettings
 from inferd.platform.store import Store
 from inferd.server.auth import tokens_of
@@ -135,6 +136,11 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
     gateway = await start_data_path(settings)
     platform = open_platform(settings, gateway.path)
     await platform.restore()
+    policy = ScalePolicy(
+        settings.autoscale_window, settings.autoscale_upscale_delay, settings.autoscale_downscale_delay
+    )
+    autoscaler = Autoscaler(platform, policy, settings.autoscale_interval)
+    autoscaler.start()
     sock = bind_http(settings.host, settings.port)
     # the data path's real ports (0 in the settings asks for a free one): the console shows them
     ports = {"gateway_port": gateway.port, "grpc_gateway_port": gateway.grpc_port}
@@ -153,6 +159,7 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
             await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
     finally:
         api.should_exit = True
+        await autoscaler.aclose()
         await asyncio.gather(task, gateway.stop(), return_exceptions=True)
         platform.detach()
         platform.store.close()

@@ -22,6 +22,8 @@ PREFIXES = {
     "run": "run",
     "trigger": "trg",
 }
+#: Where a replica's number follows its service's id in the replica's id (``svc-0123456789ab.r2``).
+REPLICA_MARK = ".r"
 
 
 def new_id(kind: str) -> str:
@@ -82,7 +84,13 @@ class Version:
 
 @dataclass(frozen=True)
 class Service:
-    """A running instance of one version."""
+    """A running instance of one version, as ``replicas`` separate servers (each ``workers``
+    processes) behind the endpoints routing to it; the autoscaler moves ``replicas`` between
+    ``min_replicas`` and ``max_replicas`` from the requests each replica holds at the data path,
+    aiming at ``target_concurrency`` in flight per replica.
+
+    The service's own fields (``port``, ``pid``, ``state``...) are those of its first replica, number
+    0, which lives as long as the service; replicas 1 and up are `Replica` records."""
 
     id: str
     deployment_id: str
@@ -102,6 +110,51 @@ class Service:
     updated_at: datetime = field(default_factory=now)
     #: Its server's gRPC port (loopback), once started; None while unknown or when it has gRPC off.
     grpc_port: int | None = None
+    #: Replicas wanted now (the autoscaler's choice, within min and max), and those ready (serving).
+    replicas: int = 1
+    ready_replicas: int = 0
+    #: Requests in flight per replica the autoscaler aims for (Cortex's target_replica_concurrency).
+    target_concurrency: float = 1.0
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """How a service scales: between ``min_replicas`` and ``max_replicas`` replicas, aiming at
+    ``target_concurrency`` requests in flight per replica; ``initial`` replicas at its start (None:
+    ``min_replicas``). The defaults are one replica that never scales."""
+
+    min_replicas: int = 1
+    max_replicas: int = 1
+    target_concurrency: float = 1.0
+    initial: int | None = None
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One server of a service beyond its first: ``inferd serve`` on a loopback port of its own,
+    supervised like the service's first one; its id is the service's with its ``number``
+    (`replica_id`)."""
+
+    id: str
+    service_id: str
+    number: int
+    state: ServiceState
+    port: int | None = None
+    grpc_port: int | None = None
+    pid: int | None = None
+    reason: str = ""
+    restarts: int = 0
+
+
+def replica_id(service_id: str, number: int) -> str:
+    """The id of replica ``number`` of a service: the service's own id for replica 0."""
+    return service_id if number == 0 else f"{service_id}{REPLICA_MARK}{number}"
+
+
+def replica_of(id: str) -> tuple[str, int]:
+    """(service id, replica number) of a replica's id (`replica_id` undone)."""
+    service_id, mark, number = id.rpartition(REPLICA_MARK)
+    return (service_id, int(number)) if mark and number.isdigit() else (id, 0)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,24 @@ class PlatformSettings(ServerSettings):
     max_bundle_size: int = Field(512 * 1024 * 1024, ge=1)
     """Largest version archive (bytes) an upload may hold, packed or unpacked."""
 
+    max_api_body_size: int = Field(1024 * 1024, ge=1)
+    """Largest body (bytes) of a control API request other than an archive upload (those take
+    ``max_bundle_size``) or an inference through the ABEJA-compatible data path (``max_body_size``)."""
+
+    autoscale_interval: float = Field(1.0, gt=0)
+    """How often the autoscaler samples the requests each service's replicas hold at the data path."""
+
+    autoscale_window: float = Field(60.0, gt=0)
+    """Seconds of samples a service's load is averaged over (Cortex's ``window``)."""
+
+    autoscale_upscale_delay: float = Field(0.0, ge=0)
+    """A service scales up to the lowest replica count recommended over this many seconds
+    (Cortex's ``upscale_stabilization_period``); 0 scales up on the first recommendation."""
+
+    autoscale_downscale_delay: float = Field(300.0, ge=0)
+    """A service scales down only to the highest replica count recommended over this many seconds,
+    and not before it was watched that long (Cortex's ``downscale_stabilization_period``)."""
+
     service_stop_grace: float = Field(30.0, ge=0)
     """How long a stopped service may take to answer what it holds before it is killed."""
 

@@ -33,6 +33,7 @@ from inferd.core.names import NAME_PATTERN, RULE
 from inferd.platform.records import (
     Deployment,
     Endpoint,
+    Replica,
     Route,
     Run,
     RunState,
@@ -43,6 +44,7 @@ from inferd.platform.records import (
     new_id,
     now,
     of_deployment,
+    replica_id,
 )
 
 #: The schema, one script per version; append only.
@@ -160,6 +162,24 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE services ADD COLUMN grpc_port INTEGER;
     """,
+    # 5: autoscaling: the replicas a service wants and has ready, its target, and replicas 1 and up
+    """
+    ALTER TABLE services ADD COLUMN replicas INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE services ADD COLUMN ready_replicas INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE services ADD COLUMN target_concurrency REAL NOT NULL DEFAULT 1.0;
+    CREATE TABLE replicas (
+        id TEXT PRIMARY KEY,
+        service_id TEXT NOT NULL REFERENCES services (id) ON DELETE CASCADE,
+        number INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        port INTEGER,
+        grpc_port INTEGER,
+        pid INTEGER,
+        reason TEXT NOT NULL,
+        restarts INTEGER NOT NULL,
+        UNIQUE (service_id, number)
+    );
+    """,
 )
 
 #: A service in these states runs nothing, so it may be deleted (and its deployment with it).
@@ -247,6 +267,7 @@ _TIMES = {"created_at": _time, "updated_at": _time, "finished_at": _time}
 DEPLOYMENTS = _Kind("deployment", "deployments", Deployment, _TIMES)
 VERSIONS = _Kind("version", "versions", Version, {**_TIMES, "environment": json.loads})
 SERVICES = _Kind("service", "services", Service, {**_TIMES, "environment": json.loads, "state": ServiceState})
+REPLICAS = _Kind("replica", "replicas", Replica, {"state": ServiceState})
 ENDPOINTS = _Kind("endpoint", "endpoints", Endpoint, _TIMES, skip=frozenset({"routes"}))
 RUNS = _Kind(
     "run",
@@ -317,11 +338,23 @@ def _json_object(what: str, value: Any) -> dict[str, Any]:
     return loaded
 
 
-def _replicas(low: int, high: int) -> None:
-    _integer("min_replicas", low, 0)
+def _replicas(low: int, high: int, engine: str = "local", wanted: int | None = None) -> None:
+    """``min_replicas`` <= ``max_replicas`` (>= 1); a local service keeps one replica at least (its
+    first serves the endpoints while others start: no scaling to zero); ``wanted`` within both."""
+    _integer("min_replicas", low, 0 if engine == "ray" else 1)
     _integer("max_replicas", high, 1)
     if low > high:
         raise InvalidInput(f"min_replicas ({low}) must not exceed max_replicas ({high})")
+    if wanted is not None and not max(low, 1) <= wanted <= high:
+        raise InvalidInput(
+            f"replicas ({wanted}) must be within min_replicas ({low}) and max_replicas ({high})"
+        )
+
+
+def _target(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 10_000:
+        raise InvalidInput(f"target_concurrency must be a number above 0 (at most 10000), not {value!r}")
+    return float(value)
 
 
 #: What `Store.update_service` may change, and how each value is checked.
@@ -336,6 +369,12 @@ _SERVICE_CHANGES: dict[str, Callable[[Any], Any]] = {
     "environment": _environment,
     "min_replicas": lambda value: _integer("min_replicas", value, 0),
     "max_replicas": lambda value: _integer("max_replicas", value, 1),
+    "replicas": lambda value: _integer("replicas", value, 1),
+    "ready_replicas": lambda value: _integer("ready_replicas", value, 0),
+    "target_concurrency": _target,
+}
+_REPLICA_CHANGES: dict[str, Callable[[Any], Any]] = {
+    key: _SERVICE_CHANGES[key] for key in ("state", "port", "grpc_port", "pid", "reason", "restarts")
 }
 _RUN_CHANGES: dict[str, Callable[[Any], Any]] = {
     "state": lambda value: _enum("state", RunState, value),
@@ -447,6 +486,10 @@ class Store:
             ]
             if busy:
                 raise Conflict(f"deployment {deployment.name!r} still has {', '.join(busy)}")
+            db.execute(
+                "DELETE FROM replicas WHERE service_id IN (SELECT id FROM services WHERE deployment_id = ?)",
+                (deployment.id,),
+            )
             for table in ("runs", "triggers", "services", "versions", "deployments"):
                 column = "id" if table == "deployments" else "deployment_id"
                 db.execute(f"DELETE FROM {table} WHERE {column} = ?", (deployment.id,))
@@ -537,12 +580,17 @@ class Store:
         environment: Mapping[str, str] | None = None,
         min_replicas: int = 1,
         max_replicas: int = 1,
+        target_concurrency: float = 1.0,
+        replicas: int | None = None,
     ) -> Service:
-        """A new service record, ``stopped``: whatever starts it moves it on."""
+        """A new service record, ``stopped``: whatever starts it moves it on. ``replicas``: how many
+        it starts with (``min_replicas``, at least 1, when None)."""
         if engine not in ENGINES:
             raise InvalidInput(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         _integer("workers", workers, 1)
-        _replicas(min_replicas, max_replicas)
+        replicas = max(1, min_replicas) if replicas is None else replicas
+        _replicas(min_replicas, max_replicas, engine, replicas)
+        target_concurrency = _target(target_concurrency)
         environment = _environment(environment or {})
         with self._write() as db:
             deployment = self._deployment(db, deployment_id)
@@ -557,6 +605,8 @@ class Store:
                 environment,
                 min_replicas,
                 max_replicas,
+                replicas=replicas,
+                target_concurrency=target_concurrency,
             )
             _insert(db, SERVICES, record)
         return record
@@ -575,9 +625,42 @@ class Store:
         with self._write() as db:
             current = _get(db, SERVICES, id)
             updated = replace(current, **checked, updated_at=now())
-            _replicas(updated.min_replicas, updated.max_replicas)
+            if checked.keys() & {"min_replicas", "max_replicas", "replicas"}:
+                _replicas(updated.min_replicas, updated.max_replicas, updated.engine, updated.replicas)
             _update(db, SERVICES, updated, {*checked, "updated_at"})
         return updated
+
+    # replicas (1 and up; a service's first is the service's own record)
+
+    def add_replica(self, service_id: str, number: int) -> Replica:
+        """Replica ``number`` (>= 1) of a service, ``starting``: recorded before its process starts,
+        so a control process that dies meanwhile leaves a record to adopt or start again."""
+        _integer("replica number", number, 1)
+        with self._write() as db:
+            service = _get(db, SERVICES, service_id)
+            record = Replica(replica_id(service.id, number), service.id, number, ServiceState.STARTING)
+            if db.execute("SELECT 1 FROM replicas WHERE id = ?", (record.id,)).fetchone():
+                raise Conflict(f"service {service.id} has a replica {number} already")
+            _insert(db, REPLICAS, record)
+        return record
+
+    def replicas(self, service_id: str | None = None) -> list[Replica]:
+        """The replicas (1 and up) of a service, by number; of every service with None."""
+        with self._read() as db:
+            if service_id is None:
+                return _select(db, REPLICAS)
+            return sorted(_select(db, REPLICAS, "service_id = ?", service_id), key=lambda r: r.number)
+
+    def update_replica(self, id: str, **changes: Any) -> Replica:
+        checked = _checked_changes("replica", _REPLICA_CHANGES, changes)
+        with self._write() as db:
+            updated = replace(_get(db, REPLICAS, id), **checked)
+            _update(db, REPLICAS, updated, set(checked))
+        return updated
+
+    def delete_replica(self, id: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM replicas WHERE id = ?", (id,))
 
     def delete_service(self, id: str) -> None:
         """`Conflict` unless it is stopped or failed and no endpoint routes or mirrors to it."""
@@ -588,6 +671,7 @@ class Store:
             endpoints = _endpoints_using(db, id)
             if endpoints:
                 raise Conflict(f"service {id} is used by endpoint(s) {', '.join(map(repr, endpoints))}")
+            db.execute("DELETE FROM replicas WHERE service_id = ?", (id,))
             db.execute("DELETE FROM services WHERE id = ?", (id,))
 
     # endpoints

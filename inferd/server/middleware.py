@@ -10,12 +10,14 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from inferd.core.context import request_id
 from inferd.core.errors import PayloadTooLarge
 from inferd.server.errors import error_response, log_unexpected
+from inferd.server.limits import BodyLimit
 
 access_logger = logging.getLogger("inferd.access")
 
@@ -24,15 +26,24 @@ class RequestContext:
     """Gives every request an id (the client's ``X-Request-ID``, else a process prefix and a counter:
     unique across workers, cheaper than a uuid), echoes it in the response, refuses bodies over
     ``max_body_size`` (by Content-Length up front, or while streaming), and logs one access line
-    per request when enabled.
+    per request when enabled. With ``limit_of``, each request's limit is what it answers for the
+    request (`inferd.server.limits.RouteLimits`: per route) instead.
 
     An error no handler took is logged here, once, with the request id, and answered 500. Starlette's
     server error middleware would answer it too, but then re-raises it for the ASGI server, and
     uvicorn logs the traceback again ("Exception in ASGI application")."""
 
-    def __init__(self, app: ASGIApp, max_body_size: int, access_log: bool) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_size: int,
+        access_log: bool,
+        limit_of: Callable[[Scope], BodyLimit] | None = None,
+    ) -> None:
         self.app = app
         self.max_body_size = max_body_size
+        self.limit = BodyLimit(max_body_size)
+        self.limit_of = limit_of
         self.access_log = access_log
         self._prefix = f"{os.getpid():x}-{os.urandom(3).hex()}-"
         self._counter = itertools.count(1)
@@ -60,13 +71,14 @@ class RequestContext:
             await send(message)
 
         try:
+            limit = self.limit if self.limit_of is None else self.limit_of(scope)
             declared = int(length) if length is not None and length.isdigit() else None
-            if declared is not None and declared > self.max_body_size:
-                await error_response(self._too_large())(scope, receive, send_with_id)
+            if declared is not None and declared > limit.size:
+                await error_response(_too_large(limit))(scope, receive, send_with_id)
             elif declared is not None:  # the server reads no more than Content-Length says
                 await self.app(scope, receive, send_with_id)
             else:
-                await self.app(scope, self._limited(receive), send_with_id)
+                await self.app(scope, _limited(receive, limit), send_with_id)
         except Exception as exc:
             log_unexpected(scope["method"], scope["path"], exc)
             if not started_response:  # else the answer is cut short: uvicorn closes the connection
@@ -75,23 +87,6 @@ class RequestContext:
             if self.access_log:
                 self._log(scope, status, started)
             request_id.reset(token)
-
-    def _limited(self, receive: Receive) -> Receive:
-        received = 0
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_body_size:
-                    raise self._too_large()
-            return message
-
-        return limited_receive
-
-    def _too_large(self) -> PayloadTooLarge:
-        return PayloadTooLarge(f"request body is larger than the limit of {self.max_body_size} bytes")
 
     def _log(self, scope: Scope, status: int, started: float) -> None:
         access_logger.info(
@@ -106,3 +101,23 @@ class RequestContext:
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             },
         )
+
+
+def _limited(receive: Receive, limit: BodyLimit) -> Receive:
+    received = 0
+
+    async def limited_receive() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit.size:
+                raise _too_large(limit)
+        return message
+
+    return limited_receive
+
+
+def _too_large(limit: BodyLimit) -> PayloadTooLarge:
+    setting = f" ({limit.setting})" if limit.setting else ""
+    return PayloadTooLarge(f"request body is larger than the limit of {limit.size} bytes{setting}")

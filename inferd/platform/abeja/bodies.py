@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from inferd.core.errors import InvalidInput
 from inferd.platform.abeja.extras import DEFAULT_HANDLER, DEFAULT_IMAGE, DEFAULT_INSTANCE_TYPE
+from inferd.platform.records import Scaling
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HANDLER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*")
@@ -62,6 +63,21 @@ class NewService(Body):
     instance_type: str = DEFAULT_INSTANCE_TYPE
     instance_number: int = Field(1, ge=1, le=64)
     enable_autoscale: bool = False
+    #: ABEJA ignores it (its CLI says so: the minimum is ``instance_number``); so does inferd.
+    min_instance_number: int | None = Field(None, ge=1, le=64)
+    max_instance_number: int | None = Field(None, ge=1, le=64)
+
+    def scaling(self) -> Scaling:
+        """``instance_number`` replicas; with autoscaling, up to ``max_instance_number`` (ABEJA's
+        default: twice ``instance_number``). A maximum below the instances is refused, naming it."""
+        if not self.enable_autoscale:
+            return Scaling(self.instance_number, self.instance_number)
+        high = self.max_instance_number or min(64, 2 * self.instance_number)
+        if high < self.instance_number:
+            raise InvalidInput(
+                f"max_instance_number ({high}) must not be below instance_number ({self.instance_number})"
+            )
+        return Scaling(self.instance_number, high)
 
     _check = field_validator("environment")(_environment)
 

@@ -44,6 +44,7 @@ from inferd.platform.records import Route as Weighted
 from inferd.platform.settings import PlatformSettings
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.status import error_message, status_of
+from inferd.server.limits import BodyLimit, Sized, SizedControlRoute
 
 PREFIX = "/organizations/{organization}"
 Handler = Callable[[Request], Awaitable[Response]]
@@ -89,6 +90,7 @@ class AbejaAPI:
         table = platform.path.table if isinstance(platform.path, GatewayPath) else None
         self.forwarder = Forwarder(table, platform.pick_upstream, first_token(settings))
         self.max_upload = settings.max_bundle_size
+        self.max_inference_body = settings.max_body_size
         self.pending: dict[str, Pending] = {}
 
     # ---- lookups ----
@@ -281,7 +283,7 @@ class AbejaAPI:
             **body.environment,
         }
         service = await self.platform.create_service(
-            deployment.id, version.id, body.instance_number, environment
+            deployment.id, version.id, 1, environment, scaling=body.scaling()
         )
         extras = ServiceExtras(
             body.instance_type, body.instance_number, body.enable_autoscale, dict(body.environment)
@@ -440,18 +442,24 @@ def routes(api: AbejaAPI, runs: AbejaRuns) -> list[BaseRoute]:
         (f"{d}/git", ALL_METHODS, api.not_built),
         (f"{d}/git/{{rest:path}}", ALL_METHODS, api.not_built),
     ]
+    upload = BodyLimit(api.max_upload, "INFERD_MAX_BUNDLE_SIZE")
     built: list[BaseRoute] = [
-        (Route if methods == ["GET"] else ControlRoute)(PREFIX + path, abeja_errors(handler), methods=methods)
+        SizedControlRoute(PREFIX + path, abeja_errors(handler), methods=methods, body_limit=upload)
+        if handler == api.upload
+        else (Route if methods == ["GET"] else ControlRoute)(
+            PREFIX + path, abeja_errors(handler), methods=methods
+        )
         for path, methods, handler in table
     ]
-    # the data path: inference, which changes nothing (a plain route, like the gateway's)
+    # the data path: inference, which changes nothing (a plain route, like the gateway's), with the
+    # gateway's body limit
+    inference = BodyLimit(api.max_inference_body, "INFERD_MAX_BODY_SIZE")
     built += [
-        Route("/deployments/{deployment}", abeja_errors(api.call_deployment), methods=DATA_METHODS),
-        Route(
-            "/deployments/{deployment}/services/{service}",
-            abeja_errors(api.call_service),
-            methods=DATA_METHODS,
-        ),
+        Sized(path, abeja_errors(handler), methods=DATA_METHODS, body_limit=inference)
+        for path, handler in (
+            ("/deployments/{deployment}", api.call_deployment),
+            ("/deployments/{deployment}/services/{service}", api.call_service),
+        )
     ]
     return built
 

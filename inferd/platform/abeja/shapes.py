@@ -75,7 +75,9 @@ def version(record: Version, extras: VersionExtras | None) -> dict[str, Any]:
 
 
 def service(record: Service, label: str, extras: ServiceExtras | None) -> dict[str, Any]:
-    extras = extras or ServiceExtras(instance_number=record.workers, user_env_vars=dict(record.environment))
+    extras = extras or ServiceExtras(
+        instance_number=record.min_replicas, user_env_vars=dict(record.environment)
+    )
     shape = {
         "service_id": record.id,
         "deployment_id": record.deployment_id,

@@ -1,7 +1,9 @@
 """The control process's HTTP app: every family of routes (the control API; the ABEJA-compatible API,
 the console page, ``/metrics``... as they join `FAMILIES`) behind the server's own middleware (request
-ids and body limit, the ``Host`` check, bearer tokens) and the cross-site rule on every route that
-changes state."""
+ids and body limits, the ``Host`` check, bearer tokens) and the cross-site rule on every route that
+changes state. Bodies are held to ``max_api_body_size`` but on the routes a family declares `Sized`
+(`inferd.server.limits`): archive uploads take ``max_bundle_size``, ABEJA's inferences
+``max_body_size``."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from inferd.platform.workflows.routes import workflow_routes
 from inferd.protocols import prometheus
 from inferd.server.auth import BearerAuth, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS
+from inferd.server.limits import BodyLimit, RouteLimits
 from inferd.server.middleware import RequestContext
 from inferd.server.origins import HostCheck, OriginPolicy, guard_control_routes, host_policy
 
@@ -51,9 +54,13 @@ FAMILIES: tuple[Family, ...] = (
 def create_control_app(platform: Platform, settings: PlatformSettings) -> Starlette:
     table = [route for family in FAMILIES for route in family(platform, settings)]
     guard_control_routes(table, OriginPolicy(settings.allowed_origins))
-    # the body limit is the bundle's: an archive upload is the largest body the API takes
+    # a small body limit for every route but those declared Sized (archive uploads, inferences)
+    limits = RouteLimits(table, BodyLimit(settings.max_api_body_size, "INFERD_MAX_API_BODY_SIZE"))
     context = Middleware(
-        RequestContext, max_body_size=settings.max_bundle_size, access_log=settings.access_log
+        RequestContext,
+        max_body_size=settings.max_api_body_size,
+        access_log=settings.access_log,
+        limit_of=limits,
     )
     middleware = [context]
     policy = host_policy(settings)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from inferd.core.errors import InvalidInput
+from inferd.platform.records import Scaling
 
 
 class Body(BaseModel):
@@ -22,9 +23,25 @@ class NewDeployment(Body):
     description: str = ""
 
 
-class NewService(Body):
+class ScalingBody(Body):
+    """How a service scales (min <= max is checked with the record)."""
+
+    min_replicas: int = Field(1, ge=0, le=64, description="Fewest replicas (at least 1 on the local engine)")
+    max_replicas: int = Field(1, ge=1, le=64, description="Most replicas the autoscaler runs")
+    target_concurrency: float = Field(
+        1.0, gt=0, le=10_000, description="Requests in flight per replica the autoscaler aims for"
+    )
+    replicas: int | None = Field(None, ge=1, le=64, description="Replicas now (default: min_replicas)")
+
+    def scaling(self) -> Scaling:
+        return Scaling(self.min_replicas, self.max_replicas, self.target_concurrency, self.replicas)
+
+
+class NewService(ScalingBody):
     version: str = Field(description="The id of the version to run")
-    workers: int = Field(1, ge=1, le=64, description="Worker processes, or Ray Serve replicas (engine ray)")
+    workers: int = Field(
+        1, ge=1, le=64, description="Worker processes of each replica, or Ray Serve replicas (engine ray)"
+    )
     environment: dict[str, str] = Field(default_factory=dict)
     engine: Literal["local", "ray"] = Field(
         "local", description="local: inferd serve processes on loopback; ray: inferd serve --engine ray"

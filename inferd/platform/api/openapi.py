@@ -11,6 +11,7 @@ from inferd.platform.api.bodies import (
     NewRun,
     NewService,
     NewTrigger,
+    ScalingBody,
     TriggerChange,
 )
 
@@ -24,7 +25,7 @@ _ERROR = {
 _RECORD = {"type": "object"}
 _BODIES = {
     model.__name__: model
-    for model in (NewDeployment, NewService, EndpointBody, NewRun, NewTrigger, TriggerChange)
+    for model in (NewDeployment, NewService, ScalingBody, EndpointBody, NewRun, NewTrigger, TriggerChange)
 }
 _VERSION_FORM = {
     "multipart/form-data": {
@@ -73,6 +74,15 @@ OPERATIONS: list[tuple[str, str, str, str | None, int, bool]] = [
     ("/versions/{version}/archive", "get", "Download a version's bundle (tar.gz)", None, 200, False),
     ("/services/{service}", "get", "A service, with its state", None, 200, False),
     ("/services/{service}", "delete", "Stop and delete a service", None, 204, False),
+    (
+        "/services/{service}/scaling",
+        "put",
+        "Change its replicas' bounds and target",
+        "ScalingBody",
+        200,
+        False,
+    ),
+    ("/services/{service}/replicas", "get", "Its replicas beyond the first", None, 200, True),
     ("/services/{service}/start", "post", "Start a stopped or failed service", None, 200, False),
     ("/services/{service}/stop", "post", "Stop a service (after its in-flight requests)", None, 200, False),
     ("/services/{service}/logs", "get", "The last lines of a service's log", None, 200, False),

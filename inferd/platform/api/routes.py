@@ -17,12 +17,13 @@ from starlette.routing import BaseRoute, Route
 
 from inferd.core.errors import InvalidInput
 from inferd.platform.api import openapi
-from inferd.platform.api.bodies import EndpointBody, NewDeployment, NewService, parse, record
+from inferd.platform.api.bodies import EndpointBody, NewDeployment, NewService, ScalingBody, parse, record
 from inferd.platform.manager import Platform
 from inferd.platform.records import Route as Weighted
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.forms import UploadLimits, read_form
 from inferd.protocols.json import JSONResponse
+from inferd.server.limits import BodyLimit, SizedControlRoute
 
 PREFIX = "/platform/v1"
 Handler = Callable[[Request], Awaitable[Response]]
@@ -105,9 +106,23 @@ class ControlAPI:
     async def create_service(self, request: Request) -> Response:
         body: NewService = parse(NewService, await request.body())
         service = await self.platform.create_service(
-            request.path_params["deployment"], body.version, body.workers, body.environment, body.engine
+            request.path_params["deployment"],
+            body.version,
+            body.workers,
+            body.environment,
+            body.engine,
+            body.scaling(),
         )
         return answer(service, 201)
+
+    async def replicas(self, request: Request) -> Response:
+        """Its replicas beyond the first (whose state, port and process are the service's own)."""
+        return answer(self.store.replicas(self.store.service(request.path_params["service"]).id))
+
+    async def scale_service(self, request: Request) -> Response:
+        """New scaling bounds and target (``replicas`` too: how many now)."""
+        body: ScalingBody = parse(ScalingBody, await request.body())
+        return answer(await self.platform.set_scaling(request.path_params["service"], body.scaling()))
 
     async def service(self, request: Request) -> Response:
         return answer(self.store.service(request.path_params["service"]))
@@ -194,13 +209,18 @@ def routes(api: ControlAPI) -> list[BaseRoute]:
         ("/versions/{version}/archive", "GET", api.version_archive),
         ("/services/{service}", "GET", api.service),
         ("/services/{service}", "DELETE", api.delete_service),
+        ("/services/{service}/scaling", "PUT", api.scale_service),
+        ("/services/{service}/replicas", "GET", api.replicas),
         ("/services/{service}/start", "POST", api.start_service),
         ("/services/{service}/stop", "POST", api.stop_service),
         ("/services/{service}/logs", "GET", api.service_logs),
         ("/endpoints/{endpoint}", "GET", api.endpoint),
         ("/endpoints/{endpoint}", "DELETE", api.delete_endpoint),
     ]
+    upload = BodyLimit(api.limits.max_size, "INFERD_MAX_BUNDLE_SIZE")
     return [
-        (Route if method == "GET" else ControlRoute)(PREFIX + path, handler, methods=[method])
+        SizedControlRoute(PREFIX + path, handler, methods=[method], body_limit=upload)
+        if handler == api.create_version
+        else (Route if method == "GET" else ControlRoute)(PREFIX + path, handler, methods=[method])
         for path, method, handler in table
     ]

@@ -73,7 +73,8 @@ def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
 
     async def deployment_traffic(request: Request) -> Response:
         deployment = platform.store.deployment(request.path_params["deployment"])
-        return JSONResponse(await traffic(platform.store.services(deployment.id), upstream_token))
+        services = platform.store.services(deployment.id)
+        return JSONResponse(await traffic(services, upstream_token, platform.routing.addresses))
 
     found: list[BaseRoute] = [
         Route(PREFIX, to_page, methods=["GET"]),

@@ -5,7 +5,7 @@ requests the gateway sent it, read from this process's registry (`inferd.platfor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httpx
@@ -45,29 +45,45 @@ def served(exposition: str) -> prometheus.Traffic:
     return total
 
 
-async def traffic(services: Iterable[Service], token: str | None) -> dict[str, dict[str, Any]]:
-    """Each service's traffic: ``requests`` and ``latency_ms`` (None when its server did not say) and
+async def traffic(
+    services: Iterable[Service], token: str | None, addresses: Callable[[Service], list[str]]
+) -> dict[str, dict[str, Any]]:
+    """Each service's traffic, summed over its replicas (``addresses``: where each replica of a
+    service listens): ``requests`` and ``latency_ms`` (None when none of its servers said) and
     ``gateway`` (requests the gateway sent it)."""
     listed = list(services)
     through = gateway_requests()
     headers = {"authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(timeout=TIMEOUT, headers=headers, trust_env=False) as http:
-        counted = await asyncio.gather(*(_scrape(http, service) for service in listed))
+        counted = await asyncio.gather(
+            *(_scrape_all(http, service, addresses(service)) for service in listed)
+        )
     return {
         service.id: {
             "requests": None if found is None else {"ok": found.ok, "error": found.error},
             "latency_ms": None if found is None else found.mean_ms,
-            "gateway": through.get(f"127.0.0.1:{service.port}", 0) if service.port else 0,
+            "gateway": sum(through.get(address, 0) for address in addresses(service)),
         }
         for service, found in zip(listed, counted, strict=True)
     }
 
 
-async def _scrape(http: httpx.AsyncClient, service: Service) -> prometheus.Traffic | None:
-    if service.state is not ServiceState.RUNNING or service.port is None:
+async def _scrape_all(
+    http: httpx.AsyncClient, service: Service, addresses: list[str]
+) -> prometheus.Traffic | None:
+    if service.state is not ServiceState.RUNNING:
         return None
+    found = [one for one in await asyncio.gather(*(_scrape(http, a) for a in addresses)) if one is not None]
+    if not found:
+        return None
+    return prometheus.Traffic(
+        sum(one.ok for one in found), sum(one.error for one in found), sum(one.seconds for one in found)
+    )
+
+
+async def _scrape(http: httpx.AsyncClient, address: str) -> prometheus.Traffic | None:
     try:
-        answer = await http.get(f"http://127.0.0.1:{service.port}{prometheus.PATH}")
+        answer = await http.get(f"http://{address}{prometheus.PATH}")
     except httpx.HTTPError:
         return None
     if answer.status_code != 200:

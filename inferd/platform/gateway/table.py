@@ -1,7 +1,9 @@
 """Which upstreams each endpoint routes to: one immutable `Split` per endpoint, swapped whole.
 
 `EndpointTable.set` replaces an endpoint's split in one assignment, so a request sees the old split or
-the new one and never half of each; the next request picks from the new one. Picking an upstream and
+the new one and never half of each; the next request picks from the new one. A route is one service:
+its weight picks it, then the request goes to whichever of its upstreams (its replicas) has the
+fewest requests in flight. Picking an upstream and
 counting it in flight happen under one lock, taken by `set` too: once `set` returns, every request that
 picked from the old split is already counted, and `drained` cannot miss it (the control plane may call
 it from another thread than the gateway's).
@@ -13,19 +15,23 @@ import asyncio
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from random import random
 from typing import NamedTuple
+
+#: A route's upstream (``"127.0.0.1:8001"``), or the upstreams of one service (its replicas).
+Upstreams = str | Sequence[str]
 
 #: How often `EndpointTable.drained` looks at the in-flight count.
 DRAIN_POLL_SECONDS = 0.01
 
 
 class Target(NamedTuple):
-    """One route of an endpoint: an upstream (``"127.0.0.1:8001"``) and its weight."""
+    """One route of an endpoint: an upstream (``"127.0.0.1:8001"``) or a service's replicas, and its
+    weight."""
 
-    upstream: str
+    upstream: Upstreams
     weight: int
 
 
@@ -38,11 +44,11 @@ class Shadow(NamedTuple):
 
 @dataclass(frozen=True)
 class Split:
-    """An endpoint's routes as requests pick from them: upstreams of positive weight and the
-    cumulative weights, ``random() * total`` finding one by bisection."""
+    """An endpoint's routes as requests pick from them: the routes of positive weight (each its
+    service's upstreams) and the cumulative weights, ``random() * total`` finding one by bisection."""
 
     name: str
-    upstreams: tuple[str, ...]
+    groups: tuple[tuple[str, ...], ...]
     cumulative: tuple[int, ...]
     shadow: str | None
     shadow_share: float  # 0..1
@@ -54,13 +60,26 @@ class Split:
     def total(self) -> int:
         return self.cumulative[-1] if self.cumulative else 0
 
-    def pick(self) -> str | None:
-        """An upstream chosen by weight; None when no route has weight."""
-        if len(self.upstreams) == 1:
-            return self.upstreams[0]
-        if not self.upstreams:
+    @property
+    def upstreams(self) -> tuple[str, ...]:
+        return tuple(upstream for group in self.groups for upstream in group)
+
+    def pick(self, inflight: Mapping[str, int] | None = None) -> str | None:
+        """An upstream: its route chosen by weight, then the route's upstream with the fewest
+        requests in ``inflight`` (the first of them from a random start); None when no route has
+        weight."""
+        groups = self.groups
+        if len(groups) == 1:
+            group = groups[0]
+        elif not groups:
             return None
-        return self.upstreams[bisect_right(self.cumulative, random() * self.cumulative[-1])]
+        else:
+            group = groups[bisect_right(self.cumulative, random() * self.cumulative[-1])]
+        if len(group) == 1 or inflight is None:
+            return group[0]
+        start = int(random() * len(group))
+        ordered = group[start:] + group[:start]
+        return min(ordered, key=lambda upstream: inflight.get(upstream, 0))
 
     def pick_shadow(self) -> str | None:
         """The shadow upstream for a share of the calls (``shadow_share``), else None."""
@@ -71,23 +90,30 @@ class Split:
 
 def split_of(
     name: str,
-    routes: Iterable[tuple[str, int]],
+    routes: Iterable[tuple[Upstreams, int]],
     shadow: tuple[str, float] | None,
     grpc: Mapping[str, str] | None = None,
 ) -> Split:
     """Check and freeze an endpoint's routes (ValueError says what is wrong)."""
-    upstreams, cumulative, total = [], [], 0
-    for upstream, weight in routes:
-        check_address(upstream)
+    groups: list[tuple[str, ...]] = []
+    seen: set[str] = set()
+    cumulative, total = [], 0
+    for upstreams, weight in routes:
+        group = (upstreams,) if isinstance(upstreams, str) else tuple(upstreams)
+        if not group:
+            raise ValueError(f"endpoint '{name}': a route needs at least one upstream")
+        for upstream in group:
+            check_address(upstream)
+            if upstream in seen:
+                raise ValueError(f"endpoint '{name}': {upstream} is routed to twice")
+            seen.add(upstream)
         if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
             raise ValueError(
-                f"endpoint '{name}': weight of {upstream} must be an integer >= 0, not {weight!r}"
+                f"endpoint '{name}': weight of {', '.join(group)} must be an integer >= 0, not {weight!r}"
             )
-        if upstream in upstreams:
-            raise ValueError(f"endpoint '{name}': {upstream} is routed to twice")
         if weight:
             total += weight
-            upstreams.append(upstream)
+            groups.append(group)
             cumulative.append(total)
     shadow_upstream, share = None, 0.0
     if shadow is not None:
@@ -98,7 +124,7 @@ def split_of(
         share = percent / 100
     for address in (grpc or {}).values():
         check_address(address)
-    return Split(name, tuple(upstreams), tuple(cumulative), shadow_upstream, share, dict(grpc or {}))
+    return Split(name, tuple(groups), tuple(cumulative), shadow_upstream, share, dict(grpc or {}))
 
 
 def check_address(upstream: str) -> None:
@@ -118,13 +144,14 @@ class EndpointTable:
     def set(
         self,
         name: str,
-        routes: Iterable[tuple[str, int]],
+        routes: Iterable[tuple[Upstreams, int]],
         shadow: tuple[str, float] | None = None,
         grpc: Mapping[str, str] | None = None,
     ) -> None:
-        """Route ``name`` to ``routes`` ((upstream, weight) pairs; weights need not sum to 100, a
-        weight of 0 takes no new requests) and copy a share of requests to ``shadow`` ((upstream,
-        percent)), from the next request on. ``grpc``: upstream → its gRPC address."""
+        """Route ``name`` to ``routes`` ((upstream or a service's upstreams, weight) pairs; weights need not
+        sum to 100, a weight of 0 takes no new requests) and copy a share of requests to
+        ``shadow`` ((upstream, percent)), from the next request on. ``grpc``: upstream → its gRPC
+        address."""
         split = split_of(name, routes, shadow, grpc)
         with self._lock:
             self._splits[name] = split
@@ -148,8 +175,8 @@ class EndpointTable:
             split = self._splits.get(name)
             if split is None:
                 return None
-            upstream, shadow = split.pick(), split.pick_shadow() if mirror else None
             inflight = self._inflight
+            upstream, shadow = split.pick(inflight), split.pick_shadow() if mirror else None
             if upstream is not None:
                 inflight[upstream] = inflight.get(upstream, 0) + 1
             if shadow is not None:
@@ -168,6 +195,11 @@ class EndpointTable:
     def inflight(self, upstream: str) -> int:
         """Requests (shadow copies included) sent to ``upstream`` and not over yet."""
         return self._inflight.get(upstream, 0)
+
+    def inflight_all(self) -> dict[str, int]:
+        """`inflight` of every upstream holding requests now (what the autoscaler samples)."""
+        with self._lock:
+            return dict(self._inflight)
 
     async def drained(self, upstream: str, timeout: float) -> bool:
         """Wait until ``upstream`` has nothing in flight (call it once its weight is 0 or its routes

@@ -11,11 +11,12 @@ endpoint, UNAVAILABLE naming the endpoint when its service cannot be reached."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferd.platform.datapath import Routes
+#: A backend's servers: ("host:port", weight) pairs (a service's replicas each a server).
+Routes = Sequence[tuple[str, int]]
 
 
 @dataclass(frozen=True)

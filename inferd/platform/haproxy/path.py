@@ -21,15 +21,19 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from inferd.core.errors import InvalidInput
-from inferd.platform.datapath import GrpcAddresses, Routes, ShadowRoute
+from inferd.platform.datapath import GrpcAddresses, Routes, ShadowRoute, spread
 from inferd.platform.haproxy.config import Frontend, backend_name, grpc_backend_name, render, server_name
 from inferd.platform.haproxy.runtime import RuntimeAPI
 
 logger = logging.getLogger("inferd.platform.haproxy")
 POLL_SECONDS = 0.02
+#: A route's weight (0..100) times this is shared by its replicas' servers (HAProxy takes 0..256),
+#: so a share of 10 over 3 replicas is 7, 7 and 6 rather than 4, 3 and 3.
+WEIGHT_SCALE = 2
 START_SECONDS = 10.0
 
 
@@ -97,7 +101,7 @@ class HAProxyPath:
     ) -> None:
         if shadow is not None:
             raise InvalidInput("shadow traffic needs the embedded gateway (data_path: gateway), not HAProxy")
-        wanted = dict(routes)
+        wanted = spread(routes, WEIGHT_SCALE)
         async with self._lock:
             before = self.routes.get(name)
             grpc_before = self._grpc_routes(name)
@@ -146,6 +150,15 @@ class HAProxyPath:
                 return False
             await asyncio.sleep(POLL_SECONDS)
         return True
+
+    async def inflight(self) -> Mapping[str, int]:
+        """Sessions of each upstream's HTTP server and of its gRPC one, together."""
+        sessions = await self.api.sessions()
+        upstreams = {upstream for routes in self.routes.values() for upstream in routes}
+        return {
+            upstream: sessions.get(upstream, 0) + sessions.get(self.grpc_of.get(upstream, ""), 0)
+            for upstream in upstreams
+        }
 
     async def close(self) -> None:
         """Stop HAProxy, letting its requests in flight finish (SIGUSR1: a soft stop)."""

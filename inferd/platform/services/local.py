@@ -343,7 +343,11 @@ class LocalRunner:
         spec = service.spec
         command = [self.python, "-m", "inferd", "serve", spec.target, "--host", "127.0.0.1"]
         command += ["--port", str(service.port or 0)]
-        if spec.engine == "ray":  # Ray's proxy serves HTTP; replicas instead of worker processes
+        if spec.engine == "ray" and spec.autoscale is not None and spec.autoscale[0] != spec.autoscale[1]:
+            low, high = spec.autoscale  # Ray Serve's autoscaler, on ongoing requests per replica
+            command += ["--engine", "ray", "--autoscale", f"{low}:{high}"]
+            command += ["--ray-target-ongoing-requests", f"{spec.target_concurrency:g}"]
+        elif spec.engine == "ray":  # Ray's proxy serves HTTP; replicas instead of worker processes
             command += ["--engine", "ray", "--replicas", str(spec.workers)]
         else:
             command += ["--grpc-port", str(service.grpc_port or 0), "--workers", str(spec.workers)]

@@ -19,7 +19,8 @@ class ServiceSpec:
     ``port`` and ``grpc_port`` are the loopback HTTP and gRPC ports to listen on; None picks a free
     one at the first start, which every restart then keeps. ``environment`` is added to the
     runner's own. The output goes to ``log_dir/<service_id>.log``. ``engine``: ``local`` (worker
-    processes) or ``ray`` (Ray Serve replicas).
+    processes) or ``ray`` (Ray Serve replicas). Each replica of a local service is a spec of its
+    own (`inferd.platform.records.replica_id`).
     """
 
     service_id: str
@@ -32,6 +33,10 @@ class ServiceSpec:
     port: int | None = None
     engine: str = "local"
     grpc_port: int | None = None
+    #: Ray only: (min, max) replicas for Ray Serve's autoscaler (``--autoscale``) aiming at
+    #: ``target_concurrency`` ongoing requests per replica; None runs ``workers`` replicas.
+    autoscale: tuple[int, int] | None = None
+    target_concurrency: float = 1.0
 
 
 @dataclass(frozen=True)

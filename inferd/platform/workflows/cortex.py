@@ -9,15 +9,18 @@ fails before anything is pushed.
 What of ``compute`` and ``autoscaling`` maps (0.8-0.10 put replicas in ``compute``, later Cortex in
 ``autoscaling``):
 
-- ``init_replicas``, else ``min_replicas`` → the service's workers (each worker a replica: one
-  ``inferd serve`` process with that many workers behind one port), times ``workers_per_replica``;
+- ``min_replicas``, ``max_replicas``, ``init_replicas`` and ``target_replica_concurrency`` (in either
+  section) → the service's replicas (each an ``inferd serve`` of its own behind the endpoint), scaled
+  by the platform's autoscaler; ``workers_per_replica`` (or ``processes_per_replica``) → each
+  replica's workers. Cortex's ``window`` and stabilisation periods are the control process's
+  settings (``INFERD_AUTOSCALE_*``), not each API's;
 - ``compute.cpu`` (``200m``, ``1``, ``2.5``) → ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and
   ``OPENBLAS_NUM_THREADS`` rounded up (numpy, TensorFlow and user code honour them; onnxruntime's own
   pool does not);
 - ``compute.gpu: 0`` → ``CUDA_VISIBLE_DEVICES`` empty.
 
-Not mapped: ``max_replicas`` and the autoscaling targets (services do not scale yet), ``mem``, a
-positive ``gpu`` (the machine's GPUs stay visible).
+Not mapped: ``max_replica_concurrency``, the scale factors and tolerances, ``mem``, a positive
+``gpu`` (the machine's GPUs stay visible).
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from inferd.core.errors import TargetError
+from inferd.platform.records import Scaling
 from inferd.platform.workflows.layout import Layout, Part, WorkflowError
 
-#: Where a replica count is read, first found wins.
-REPLICA_KEYS = ("init_replicas", "min_replicas")
+#: What the platform runs at most: more replicas than this on one machine only compete.
+MOST_REPLICAS = 64
 
 
 def cortex_layouts(target: Path, only: str | None = None) -> list[Layout]:
@@ -66,6 +70,7 @@ def cortex_layouts(target: Path, only: str | None = None) -> list[Layout]:
             files={path.name: text},
             workers=workers_of(api),
             environment=environment_of(api),
+            scaling=scaling_of(api),
         )
         description = f"Cortex API {name} of {path}"
         layouts.append(Layout(name, name, ((part, 100),), description=description))
@@ -76,22 +81,45 @@ def _sections(api: dict[str, Any]) -> list[dict[str, Any]]:
     return [section for section in (api.get("autoscaling"), api.get("compute")) if isinstance(section, dict)]
 
 
+def _first(api: dict[str, Any], *keys: str) -> Any:
+    """The value of the first of ``keys`` found in ``autoscaling``, then ``compute``; None if none."""
+    for key in keys:
+        for section in _sections(api):
+            if section.get(key) is not None:
+                return section[key]
+    return None
+
+
+def _count(api: dict[str, Any], key: str, default: int) -> int:
+    value = _first(api, key)
+    if value is None:
+        return default
+    if not _whole(value):
+        raise WorkflowError(f"autoscaling: {key}: {value!r} is not a whole number")
+    return int(value)
+
+
 def workers_of(api: dict[str, Any]) -> int:
-    replicas = 1
-    for key in REPLICA_KEYS:
-        found = [section[key] for section in _sections(api) if _whole(section.get(key))]
-        if found:
-            replicas = max(1, found[0])
-            break
-    per_replica = next(
-        (
-            section["workers_per_replica"]
-            for section in _sections(api)
-            if _whole(section.get("workers_per_replica"))
-        ),
-        1,
-    )
-    return max(1, min(64, replicas * max(1, per_replica)))
+    """Each replica's worker processes: ``workers_per_replica`` (``processes_per_replica``)."""
+    per_replica = _first(api, "workers_per_replica", "processes_per_replica")
+    return max(1, min(64, per_replica)) if _whole(per_replica) else 1
+
+
+def scaling_of(api: dict[str, Any]) -> Scaling:
+    """The replicas' bounds, first count and target. A realtime API never scales to zero: a
+    ``min_replicas`` of 0 is 1 here. Without ``max_replicas`` the API does not scale (Cortex's
+    default ceiling, 100, is more servers than one machine has cores); one beyond what one machine
+    runs is capped."""
+    low = max(1, _count(api, "min_replicas", 1))
+    high = min(MOST_REPLICAS, max(low, _count(api, "max_replicas", low)))
+    low = min(low, high)
+    initial = min(high, max(low, _count(api, "init_replicas", low)))
+    target = _first(api, "target_replica_concurrency")
+    if target is None:
+        target = workers_of(api)  # Cortex's default: processes_per_replica * threads_per_process
+    if isinstance(target, bool) or not isinstance(target, int | float) or target <= 0:
+        raise WorkflowError(f"autoscaling: target_replica_concurrency: {target!r} must be a number above 0")
+    return Scaling(low, high, float(target), initial)
 
 
 def environment_of(api: dict[str, Any]) -> dict[str, str]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferd.platform.artifacts import SKIPPED_NAMES, SKIPPED_SUFFIXES, pack
+from inferd.platform.records import Scaling
 
 
 class WorkflowError(Exception):
@@ -33,7 +34,8 @@ class WorkflowError(Exception):
 @dataclass(frozen=True)
 class Part:
     """One service to run: ``inferd serve TARGET --dialect DIALECT`` in ``folder`` (with ``files``
-    written into it), with ``workers`` processes and ``environment``."""
+    written into it), with ``workers`` processes a replica, ``environment``, and its replicas'
+    ``scaling``."""
 
     name: str
     folder: Path
@@ -42,6 +44,7 @@ class Part:
     files: Mapping[str, str] = field(default_factory=dict)
     workers: int = 1
     environment: Mapping[str, str] = field(default_factory=dict)
+    scaling: Scaling = field(default_factory=Scaling)
     #: Files of ``folder`` the bundle leaves out (the manifest itself: a change of its traffic
     #: weights is no change of what a service runs).
     leave_out: tuple[str, ...] = ()

@@ -10,7 +10,7 @@ dialect runs: a Seldon class named by a ``componentSpecs`` container's ``MODEL_N
 ``endpoint.service_host``; a prepackaged server (``implementation: SKLEARN_SERVER`` and a
 ``modelUri``) is refused before anything is pushed. ``traffic`` weights the predictors (one predictor
 without ``traffic`` takes 100); a predictor with ``shadow: true`` is the endpoint's shadow, mirroring
-every request, its answers dropped. ``replicas`` → the service's workers.
+every request, its answers dropped. ``replicas`` → the service's replicas (a fixed count).
 
 **InferenceService** (``serving.kserve.io``): ``spec.predictor`` is one service, given as
 
@@ -20,9 +20,10 @@ every request, its answers dropped. ``replicas`` → the service's workers.
   ``storageUri`` is a path inside the file's folder that ``inferd serve`` serves (a project, a model
   folder with ``inferd.yaml``, a repository). Object-storage URIs are not fetched here.
 
-``minReplicas`` → workers. ``canaryTrafficPercent: N`` gives the new revision N % and the previously
-rolled-out one (the endpoint's service with the most weight) 100 - N %; without it (or at 100) the
-new revision takes every request and the previous ones are stopped.
+``minReplicas``/``maxReplicas`` → the service's replicas, scaled between them aiming at ``scaleTarget``
+requests in flight per replica (the concurrency metric). ``canaryTrafficPercent: N`` gives the new
+revision N % and the previously rolled-out one (the endpoint's service with the most weight) 100 - N %;
+without it (or at 100) the new revision takes every request and the previous ones are stopped.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from inferd.core.errors import TargetError
+from inferd.platform.records import Scaling
 from inferd.platform.workflows.layout import Layout, Part, Previous, WorkflowError
 
 #: Settings of the container that the platform chooses itself (a service listens on loopback).
@@ -85,9 +87,10 @@ def seldon_layout(path: Path, document: dict[str, Any]) -> Layout:
         file = f"{path.stem}-{label}.yaml"
         text = yaml.safe_dump(single, sort_keys=False)
         _check_graph(path, label, text)
-        workers = _replicas(predictor, "replicas")
+        count = _replicas(predictor, "replicas")
         folder = path.parent.resolve()
-        part = Part(label, folder, file, "graph", {file: text}, workers, leave_out=(path.name,))
+        fixed = Scaling(count, count)
+        part = Part(label, folder, file, "graph", {file: text}, scaling=fixed, leave_out=(path.name,))
         if predictor.get("shadow") is True:
             shadows.append(part)
         else:
@@ -137,6 +140,18 @@ def _replicas(section: dict[str, Any], key: str) -> int:
     return 1
 
 
+def _kserve_scaling(predictor: dict[str, Any]) -> Scaling:
+    """``minReplicas`` (0 is 1: no scaling to zero), ``maxReplicas`` (none: no scaling) and, with the
+    concurrency metric (KServe's default), ``scaleTarget`` requests in flight per replica."""
+    low = _replicas(predictor, "minReplicas")
+    high = max(low, _replicas(predictor, "maxReplicas") if "maxReplicas" in predictor else low)
+    target = predictor.get("scaleTarget")
+    by_concurrency = predictor.get("scaleMetric", "concurrency") == "concurrency"
+    if not by_concurrency or isinstance(target, bool) or not isinstance(target, int | float) or target <= 0:
+        return Scaling(low, high)
+    return Scaling(low, high, float(target))
+
+
 # ---- KServe InferenceService
 
 
@@ -151,7 +166,7 @@ def kserve_layout(path: Path, document: dict[str, Any]) -> Layout:
         path.parent.resolve(),
         target,
         "auto",
-        workers=_replicas(predictor, "minReplicas"),
+        scaling=_kserve_scaling(predictor),
         environment=environment,
         leave_out=(path.name,),
     )

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from inferd.platform.records import Scaling
 from inferd.platform.workflows.control import Control, ControlError, quoted
 from inferd.platform.workflows.layout import Layout, Part, Previous, WorkflowError, staged
 
@@ -64,10 +65,11 @@ def roll_out(
             version = _version(control, layout.deployment, part, versions, outcome, say)
             found = _reusable(part, version, services, used, set(chosen.values()))
             if found is not None:
+                _rescale(control, services[found], part.scaling)
                 chosen[index] = found
                 outcome.kept.append(found)
                 continue
-            body = {"version": version["id"], "workers": part.workers}
+            body = {"version": version["id"], "workers": part.workers, **scaling_body(part.scaling)}
             created = control.call("POST", f"/deployments/{quoted(layout.deployment)}/services", body)
             chosen[index] = created["id"]
             outcome.started.append(created["id"])
@@ -136,6 +138,23 @@ def _reusable(
         ):
             return service_id
     return None
+
+
+def scaling_body(scaling: Scaling) -> dict[str, Any]:
+    """The control API's fields of a service's scaling."""
+    return {
+        "min_replicas": scaling.min_replicas,
+        "max_replicas": scaling.max_replicas,
+        "target_concurrency": scaling.target_concurrency,
+        "replicas": scaling.initial,
+    }
+
+
+def _rescale(control: Control, service: dict[str, Any], scaling: Scaling) -> None:
+    """A kept service given the part's scaling when it differs (no restart: its replicas follow)."""
+    wanted = scaling_body(scaling)
+    if any(service.get(key) != value for key, value in wanted.items() if key != "replicas"):
+        control.call("PUT", f"/services/{quoted(service['id'])}/scaling", {**wanted, "replicas": None})
 
 
 def _wait_running(control: Control, service_id: str, timeout: float) -> None:

@@ -81,18 +81,19 @@ class WorkflowAPI:
         self.platform, self.token = platform, token
 
     async def metrics(self, request: Request) -> Response:
+        """What the ``/metrics`` of every replica of the service say, together."""
         import httpx
 
         service = self.platform.store.service(request.path_params["service"])
         if service.state not in LIVE_STATES or service.port is None:
             return JSONResponse({"service": service.id, "state": service.state.value, "metrics": None})
         headers = {"authorization": f"Bearer {self.token}"} if self.token else {}
-        url = f"http://127.0.0.1:{service.port}/metrics"
+        async with httpx.AsyncClient(timeout=METRICS_TIMEOUT, headers=headers) as http:
+            addresses = self.platform.routing.addresses(service)
+            texts = await asyncio.gather(*(_exposition(http, address) for address in addresses))
         try:
-            async with httpx.AsyncClient(timeout=METRICS_TIMEOUT) as http:
-                answer = await http.get(url, headers=headers)
-            found = summarize(answer.text) if answer.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+            found = summarize("\n".join(texts)) if any(texts) else None
+        except ValueError:
             found = None
         return JSONResponse({"service": service.id, "state": service.state.value, "metrics": found})
 
@@ -122,6 +123,17 @@ class WorkflowAPI:
             if not live:
                 return
             await asyncio.sleep(FOLLOW_POLL_SECONDS)
+
+
+async def _exposition(http: Any, address: str) -> str:
+    """A server's ``/metrics`` text; empty when it did not answer with one."""
+    import httpx
+
+    try:
+        answer = await http.get(f"http://{address}/metrics")
+    except httpx.HTTPError:
+        return ""
+    return answer.text if answer.status_code == 200 else ""
 
 
 def workflow_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:

@@ -1,4 +1,5 @@
-"""``inferd get``: each deployment's endpoint, its services with their state, weight, workers and what
+"""``inferd get``: each deployment's endpoint, its services with their state, weight, replicas (ready
+and wanted), workers and what
 their ``/metrics`` say (requests, errors, latency), and one status word for the whole:
 
 - ``live``: every service with weight is running;
@@ -26,6 +27,8 @@ class ServiceStatus:
     workers: int
     reason: str
     metrics: dict[str, Any] | None
+    replicas: int = 1
+    ready_replicas: int = 0
 
     @property
     def requests(self) -> int:
@@ -51,10 +54,9 @@ class DeploymentStatus:
 
     @property
     def replicas(self) -> str:
-        """Running workers / workers of the services with weight."""
+        """Ready replicas / replicas wanted, of the services with weight."""
         routed = [s for s in self.services if s.weight]
-        up = sum(s.workers for s in routed if s.state == "running")
-        return f"{up}/{sum(s.workers for s in routed)}"
+        return f"{sum(s.ready_replicas for s in routed)}/{sum(s.replicas for s in routed)}"
 
     @property
     def requests(self) -> int:
@@ -108,6 +110,8 @@ def deployment_status(control: Control, name: str) -> DeploymentStatus:
                 workers=int(service["workers"]),
                 reason=service.get("reason") or "",
                 metrics=metrics,
+                replicas=int(service.get("replicas", 1)),
+                ready_replicas=int(service.get("ready_replicas", 0)),
             )
         )
     found.services.sort(key=lambda s: (s.shadow, -(s.weight or 0), s.id))

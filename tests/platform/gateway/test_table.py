@@ -48,6 +48,24 @@ def test_picks_follow_the_weights() -> None:
     assert table.inflight(A) == table.inflight(B) == 0
 
 
+def test_a_services_share_goes_to_its_least_busy_replica() -> None:
+    table = EndpointTable()
+    D = "127.0.0.1:9004"
+    table.set("ep", [Target((A, B, C), 90), Target(D, 10)])
+    held = [table.begin("ep") for _ in range(3_000)]
+    counts = Counter(picked[1] for picked in held if picked)
+    assert abs(counts[D] / 3_000 - 0.1) < 0.03  # the weights between services stay as set
+    assert max(counts[A], counts[B], counts[C]) - min(counts[A], counts[B], counts[C]) <= 1
+    for _ in range(counts[A]):
+        table.end(A)  # A is idle now: the next requests of the first route go there
+    picks = [table.begin("ep", mirror=False) for _ in range(50)]
+    chosen = [picked[1] for picked in picks if picked is not None]
+    assert set(chosen) <= {A, D} and A in chosen
+    assert table.inflight_all()[D] == counts[D] + chosen.count(D)
+    with pytest.raises(ValueError, match="twice"):
+        table.set("ep", [Target((A, B), 50), Target((B, C), 50)])
+
+
 def test_shadow_share_and_in_flight_counts() -> None:
     table = EndpointTable()
     table.set("ep", [(A, 100)], Shadow(B, 25))

@@ -126,20 +126,62 @@ def test_deploy_update_and_delete(platform: Control, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("api", "workers", "environment"),
+    ("api", "workers", "scaling", "environment"),
     [
-        ({"compute": {"min_replicas": 3, "cpu": "1500m", "gpu": 0}}, 3, {"OMP_NUM_THREADS": "2"}),
-        ({"autoscaling": {"min_replicas": 1, "init_replicas": 2, "workers_per_replica": 2}}, 4, {}),
-        ({"compute": {"cpu": 2}}, 1, {"MKL_NUM_THREADS": "2"}),
+        (
+            {"compute": {"min_replicas": 3, "cpu": "1500m", "gpu": 0}},
+            1,
+            (3, 3, 1.0, 3),
+            {"OMP_NUM_THREADS": "2"},
+        ),
+        (
+            {
+                "autoscaling": {
+                    "min_replicas": 1,
+                    "max_replicas": 4,
+                    "init_replicas": 2,
+                    "workers_per_replica": 2,
+                }
+            },
+            2,
+            (1, 4, 2.0, 2),
+            {},
+        ),
+        (
+            {"autoscaling": {"min_replicas": 0, "max_replicas": 200, "target_replica_concurrency": 8}},
+            1,
+            (1, 64, 8.0, 1),
+            {},
+        ),
+        ({"compute": {"cpu": 2}}, 1, (1, 1, 1.0, 1), {"MKL_NUM_THREADS": "2"}),
     ],
 )
-def test_compute_and_autoscaling_map(api: dict, workers: int, environment: dict[str, str]) -> None:
-    from inferd.platform.workflows.cortex import environment_of, workers_of
+def test_compute_and_autoscaling_map(
+    api: dict, workers: int, scaling: tuple[int, int, float, int], environment: dict[str, str]
+) -> None:
+    from inferd.platform.records import Scaling
+    from inferd.platform.workflows.cortex import environment_of, scaling_of, workers_of
 
     assert workers_of(api) == workers
+    assert scaling_of(api) == Scaling(*scaling)
     found = environment_of(api)
     assert environment.items() <= found.items()
     assert ("CUDA_VISIBLE_DEVICES" in found) == (api.get("compute", {}).get("gpu") == 0)
+
+
+@pytest.mark.parametrize(
+    ("api", "said"),
+    [
+        ({"autoscaling": {"max_replicas": "many"}}, "max_replicas"),
+        ({"autoscaling": {"target_replica_concurrency": -1}}, "target_replica_concurrency"),
+    ],
+)
+def test_bad_autoscaling_fields_are_named(api: dict, said: str) -> None:
+    from inferd.platform.workflows.cortex import scaling_of
+    from inferd.platform.workflows.layout import WorkflowError
+
+    with pytest.raises(WorkflowError, match=said):
+        scaling_of(api)
 
 
 def test_bad_cortex_yaml_fails_before_anything(platform: Control, tmp_path: Path) -> None:

@@ -175,6 +175,8 @@ const platform = (() => {
         el("td", { class: "id" }, s.id),
         el("td", {}, labels[s.version_id] || s.version_id),
         el("td", { class: "state" }, badge(s.state), s.reason ? el("small", { class: "hint reason" }, ` ${s.reason}`) : null),
+        el("td", { class: "number replicas", title: `ready/wanted, scaled ${s.min_replicas}–${s.max_replicas}` },
+          `${s.ready_replicas}/${s.replicas}`),
         el("td", { class: "number" }, s.port === null ? "–" : String(s.port)),
         el("td", { class: "number" }, String(s.restarts)),
         el("td", { class: "number requests" }, requests),
@@ -182,7 +184,7 @@ const platform = (() => {
         el("td", { class: "number" }, String(counted.gateway)),
         el("td", {}, button));
     });
-    $("#services tbody").replaceChildren(...(rows.length ? rows : [empty(9, "No services: start one from a version.")]));
+    $("#services tbody").replaceChildren(...(rows.length ? rows : [empty(10, "No services: start one from a version.")]));
   }
 
   // One endpoint's weights as a form (or, without an endpoint, the form making a new one): an input per
