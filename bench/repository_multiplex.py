@@ -14,8 +14,10 @@ Each model folder holds an ``inferd.yaml`` and a ``model.py`` whose model loads 
 
 Targets: no errors; the spread runs' p99 within 3x the hot p99; peak RSS with the limit below the
 unlimited server's and within what the limit allows (the idle server plus that many weights, +25%).
+With ``--rounds N`` every run is repeated N times (fresh servers each round); the table shows the
+medians, and each ratio is the median of the ratios measured within one round.
 
-    .venv/bin/python bench/repository_multiplex.py [--models 50] [--max-loaded 10] [--seconds 10]
+    .venv/bin/python bench/repository_multiplex.py [--models 50] [--max-loaded 10] [--seconds 10] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import tempfile
 import textwrap
@@ -66,6 +69,8 @@ class Run:
     p99_ms: float
     failures: int
     peak_mib: float
+    #: p99 over the hot run's p99 of the same round (the median of the rounds' in a summary).
+    ratio: float = 0.0
 
 
 def make_repository(folder: Path, models: int, weights_mib: float) -> None:
@@ -144,55 +149,76 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--hot-share", type=float, default=0.9)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    everywhere = {"MODELS": str(args.models)}
     with tempfile.TemporaryDirectory(prefix="inferd-bench-repo-") as temp:
         repository = Path(temp) / "models"
         make_repository(repository, args.models, args.weights_mib)
-        process, url = start_inferd(
-            "--repository", str(repository), "--max-loaded-models", str(args.max_loaded)
-        )
+        limit = ("--max-loaded-models", str(args.max_loaded))
+        process, _ = start_inferd("--repository", str(repository), *limit)
         idle_mib = rss_bytes(process.pid) / 2**20
         stop(process)
-        runs = []
-        process, url = serve(repository, "--max-loaded-models", str(args.max_loaded))
-        try:
-            runs.append(measure("hot: one model", process, url, args, {"MODELS": "1"}))
-            runs.append(measure(f"spread over {args.models}", process, url, args, everywhere))
-            skew = {**everywhere, "HOT": str(args.max_loaded), "HOT_SHARE": str(args.hot_share)}
-            runs.append(
-                measure(f"skewed: {args.hot_share:.0%} on {args.max_loaded}", process, url, args, skew)
-            )
-        finally:
-            stop(process)
-        process, url = serve(repository)
-        try:
-            runs.append(measure(f"no limit, spread over {args.models}", process, url, args, everywhere))
-        finally:
-            stop(process)
-    report(runs, args, idle_mib)
+        rounds = [one_round(repository, args) for _ in range(args.rounds)]
+    for number, runs in enumerate(rounds, 1):
+        ratios = ", ".join(f"{run.name.split(':')[0]} {run.ratio:.2f}x" for run in runs[1:])
+        print(f"# round {number}: hot p99 {runs[0].p99_ms:.2f} ms; p99 / hot: {ratios}")
+    report([median(runs) for runs in zip(*rounds, strict=True)], args, idle_mib)
+
+
+def one_round(repository: Path, args: argparse.Namespace) -> list[Run]:
+    """Hot, spread and skewed on a server with the limit, then spread on one without."""
+    everywhere = {"MODELS": str(args.models)}
+    runs = []
+    process, url = serve(repository, "--max-loaded-models", str(args.max_loaded))
+    try:
+        runs.append(measure("hot: one model", process, url, args, {"MODELS": "1"}))
+        runs.append(measure(f"spread over {args.models}", process, url, args, everywhere))
+        skew = {**everywhere, "HOT": str(args.max_loaded), "HOT_SHARE": str(args.hot_share)}
+        runs.append(measure(f"skewed: {args.hot_share:.0%} on {args.max_loaded}", process, url, args, skew))
+    finally:
+        stop(process)
+    process, url = serve(repository)
+    try:
+        runs.append(measure(f"no limit, spread over {args.models}", process, url, args, everywhere))
+    finally:
+        stop(process)
+    for run in runs:
+        run.ratio = run.p99_ms / runs[0].p99_ms
+    return runs
+
+
+def median(runs: tuple[Run, ...]) -> Run:
+    """One run's figures over the rounds: medians, and every failure counted."""
+    return Run(
+        runs[0].name,
+        statistics.median(run.rps for run in runs),
+        statistics.median(run.p50_ms for run in runs),
+        statistics.median(run.p99_ms for run in runs),
+        sum(run.failures for run in runs),
+        statistics.median(run.peak_mib for run in runs),
+        statistics.median(run.ratio for run in runs),
+    )
 
 
 def report(runs: list[Run], args: argparse.Namespace, idle_mib: float) -> None:
     print(
         f"# bench/repository_multiplex.py: {args.models} models of {args.weights_mib:g} MiB weights, "
         f"--max-loaded-models {args.max_loaded}, wrk c{args.concurrency}, {args.seconds} s per run, "
-        f"{os.cpu_count()} cores"
+        f"{os.cpu_count()} cores" + (f", medians of {args.rounds} rounds" if args.rounds > 1 else "")
     )
     columns = ("req/s", "p50 ms", "p99 ms", "p99 / hot", "failed", "peak MiB")
     print(f"{'run':<32} " + " ".join(f"{column:>9}" for column in columns))
-    hot = runs[0]
     for run in runs:
         print(
             f"{run.name:<32} {run.rps:>9,.0f} {run.p50_ms:>9.2f} {run.p99_ms:>9.2f} "
-            f"{run.p99_ms / hot.p99_ms:>8.2f}x {run.failures:>9} {run.peak_mib:>9.0f}"
+            f"{run.ratio:>8.2f}x {run.failures:>9} {run.peak_mib:>9.0f}"
         )
     limited = max(run.peak_mib for run in runs[:3])
     allowed = (idle_mib + args.max_loaded * args.weights_mib) * 1.25
     checks = [
         ("no failed requests", all(run.failures == 0 for run in runs)),
-        (f"spread p99 <= 3x hot p99 ({runs[1].p99_ms / hot.p99_ms:.2f}x)", runs[1].p99_ms <= 3 * hot.p99_ms),
-        (f"skewed p99 <= 3x hot p99 ({runs[2].p99_ms / hot.p99_ms:.2f}x)", runs[2].p99_ms <= 3 * hot.p99_ms),
+        (f"spread p99 <= 3x hot p99 ({runs[1].ratio:.2f}x)", runs[1].ratio <= 3),
+        (f"skewed p99 <= 3x hot p99 ({runs[2].ratio:.2f}x)", runs[2].ratio <= 3),
         (f"peak RSS with the limit {limited:.0f} MiB <= {allowed:.0f} MiB allowed", limited <= allowed),
         (f"and below the unlimited server's {runs[3].peak_mib:.0f} MiB", limited < runs[3].peak_mib),
     ]

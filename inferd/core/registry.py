@@ -30,8 +30,13 @@ logger = logging.getLogger("inferd.registry")
 
 __all__ = ["ModelEntry", "ModelFactory", "ModelRegistry", "ModelState", "ServedModel"]
 
-#: A model that loaded within this many seconds loads on the event loop the next time.
+#: A model that loaded within this many seconds loads on the event loop the next time...
 QUICK_LOAD = 0.005
+#: ...until this many of its loads in a row took longer. One slow load is more often the machine
+#: (another process on the core, a garbage collection) than the model; and back in a thread, a quick
+#: load waits for the GIL behind the busy loop after each read (up to the 5 ms switch interval), so
+#: it measured slow again and stayed there, holding up every other model's load meanwhile.
+SLOW_LOADS = 2
 #: How often a worker looks for the loads and unloads another worker answered.
 FOLLOW_SECONDS = 0.5
 #: Why a model that was never loaded is not ready (a multiplexed model before its first call).
@@ -70,9 +75,15 @@ class ModelEntry:
     inflight: int = 0
     #: How long its last load took (None: never loaded here).
     load_seconds: float | None = None
+    #: Its loads in a row that took over `QUICK_LOAD` since one that did not (None: none did yet, or
+    #: `SLOW_LOADS` did since): below `SLOW_LOADS`, it loads on the event loop.
+    slow_loads: int | None = None
     #: When the model was last called, on the registry's clock (least recently used is evicted).
     used: int = 0
     idle: asyncio.Event | None = field(default=None, repr=False)
+    #: Done when the load a call started for it has finished: the other calls of it wait for that
+    #: load rather than each queueing a load of their own (None: no call is loading it).
+    loading: asyncio.Future[None] | None = field(default=None, repr=False)
 
     @property
     def ready(self) -> bool:
@@ -213,15 +224,39 @@ class ModelRegistry:
         """The entry of ``name``, loaded for a call now if it was not (making room when ``max_loaded``
         models already are), and marked as just used. A model unloaded on request stays unloaded.
         Loads run one at a time (side by side, they evict each other before they are called: with
-        16 calls over 50 models and 10 slots, p99 triples), while loaded models keep answering."""
+        16 calls over 50 models and 10 slots, p99 triples), while loaded models keep answering. The
+        calls of a model that is being loaded, or waits for its turn to be, share that load: they go
+        on as soon as it is loaded (or fail with its error) instead of queueing behind the other
+        models' loads, by when the least recently used rule may have unloaded it again."""
         entry = self.entry(name, version)
         entry.used = next(self._clock)
-        if entry.ready or entry.held:
-            return entry
-        async with self._changing:
-            if not entry.ready and not entry.held and self.entry(name, version) is entry:
-                await self._load(entry)
+        while not entry.ready and not entry.held:
+            if entry.loading is not None:
+                await asyncio.shield(entry.loading)  # once loaded it is the most recently used
+            elif not await self._load_for_calls(entry, name, version):
+                break
         return entry
+
+    async def _load_for_calls(self, entry: ModelEntry, name: str, version: str | None) -> bool:
+        """Load ``entry``, what ``name`` at ``version`` named, for the calls waiting for it
+        (`ensure_loaded`); False when there was nothing to load: it is loaded (but its model says it
+        is not ready), was unloaded on request, or is no longer what they named (new files)."""
+        loading = entry.loading = asyncio.get_running_loop().create_future()
+        try:
+            async with self._changing:
+                current = self.entry(name, version) is entry
+                if entry.state is ModelState.READY or entry.held or not current:
+                    return False
+                await self._load(entry)
+                return True
+        except Exception as exc:
+            loading.set_exception(exc)
+            loading.exception()  # its waiters raise it; nobody else needs to hear of it
+            raise
+        finally:
+            entry.loading = None
+            if not loading.done():  # loaded, or the loading call was cancelled: the others look again
+                loading.set_result(None)
 
     async def load_all(self) -> None:
         """Load every model; when models load on demand, none (they load when first called)."""
@@ -270,18 +305,23 @@ class ModelRegistry:
             problem = f"model '{entry.name}' failed to load{_from(entry)}: {entry.reason}"
             raise ModelLoadError(problem) from exc
         entry.model, entry.metadata, entry.state = model, metadata, ModelState.READY
-        entry.load_seconds = time.perf_counter() - started
+        entry.load_seconds = seconds = time.perf_counter() - started
+        if seconds < QUICK_LOAD:
+            entry.slow_loads = 0
+        elif entry.slow_loads is not None:
+            entry.slow_loads = entry.slow_loads + 1 if entry.slow_loads + 1 < SLOW_LOADS else None
         entry.used = next(self._clock)
         self._loaded[entry] = None
         MODEL_LOADS.labels(entry.name, "ok").inc()
-        logger.info("model %s loaded in %.2f s", _label(entry), time.perf_counter() - started)
+        logger.info("model %s loaded in %.2f s", _label(entry), seconds)
 
     @staticmethod
     async def _run_load(entry: ModelEntry, model: Model) -> object:
         """``model.load()`` off the event loop, so the models already served keep answering while one
         loads (a repository's polls, a multiplexed model's first call); on the loop when this model
-        loaded within `QUICK_LOAD` seconds before, where the hop to a thread would cost more."""
-        if entry.load_seconds is not None and entry.load_seconds < QUICK_LOAD:
+        loads within `QUICK_LOAD` seconds (see `SLOW_LOADS`), where the hop to a thread would cost
+        more."""
+        if entry.slow_loads is not None:
             return model.load()
         return await asyncio.to_thread(model.load)
 

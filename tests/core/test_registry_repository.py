@@ -4,6 +4,8 @@ limit (least recently used unloaded first), and unloads that wait for the calls 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 import inferd
+from inferd.core import registry as registry_module
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady
 from inferd.core.registry import ModelRegistry, ModelState
@@ -49,6 +52,34 @@ class Answer(inferd.Model):
 class Broken(inferd.Model):
     def load(self) -> None:
         raise OSError("model.onnx is truncated")
+
+
+class SlowToLoad(inferd.Model):
+    """Its load blocks for ``seconds`` (``pause``, when it is set: a test changes it between loads)
+    and then fails when ``broken``; every load begun is recorded with where it ran, the event loop's
+    thread or another."""
+
+    loads: ClassVar[list[tuple[str, str]]] = []
+    pause: ClassVar[float | None] = None
+    loop_thread: ClassVar[int] = 0
+
+    def __init__(self, label: str, seconds: float = 0.0, broken: bool = False) -> None:
+        super().__init__()
+        self.label, self.seconds, self.broken = label, seconds, broken
+
+    def load(self) -> None:
+        where = "loop" if threading.get_ident() == SlowToLoad.loop_thread else "thread"
+        SlowToLoad.loads.append((self.label, where))
+        time.sleep(self.seconds if SlowToLoad.pause is None else SlowToLoad.pause)
+        if self.broken:
+            raise OSError("model.onnx is truncated")
+
+    def predict(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"y": inputs["x"] + 10}
+
+
+def slow_to_load(name: str, seconds: float = 0.0, broken: bool = False) -> ServedModel:
+    return ServedModel(name, lambda: SlowToLoad(name, seconds, broken), None, f"/repo/{name}", "a")
 
 
 def served(
@@ -99,6 +130,9 @@ def plane(registry: ModelRegistry) -> DataPlane:
 def nothing_alive() -> None:
     Answer.alive.clear()
     Answer.torn.clear()
+    SlowToLoad.loads.clear()
+    SlowToLoad.pause = None
+    SlowToLoad.loop_thread = threading.get_ident()
 
 
 async def test_refresh_adds_reloads_and_removes_what_the_repository_changed() -> None:
@@ -200,6 +234,52 @@ async def test_models_load_on_first_call_and_the_least_recently_used_make_room()
     results = await asyncio.gather(*(answer(dataplane, name) for name in "abcdabcd"))
     assert results == [0, 1, 2, 3, 0, 1, 2, 3]
     assert len(Answer.alive) <= 2
+
+
+async def test_calls_of_a_loading_model_share_its_load_while_loaded_models_answer() -> None:
+    registry = ModelRegistry(Folder(served("a", 1), slow_to_load("big", 0.3)), max_loaded=2)
+    dataplane = plane(registry)
+    await registry.refresh()
+    assert await answer(dataplane, "a") == 1
+    calls = [asyncio.create_task(answer(dataplane, "big")) for _ in range(4)]
+    await asyncio.sleep(0.05)
+    assert registry.entry("big").state is ModelState.LOADING
+    assert await answer(dataplane, "a") == 1  # not held up by big's load
+    assert not any(call.done() for call in calls)
+    assert await asyncio.gather(*calls) == [10.0] * 4
+    assert SlowToLoad.loads == [("big", "thread")]  # one load for the four calls
+
+
+async def test_calls_of_a_model_that_fails_to_load_share_the_failure() -> None:
+    registry = ModelRegistry(Folder(slow_to_load("bad", 0.1, broken=True)), max_loaded=2)
+    dataplane = plane(registry)
+    await registry.refresh()
+    calls = [asyncio.create_task(answer(dataplane, "bad")) for _ in range(3)]
+    failures = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(failure, ModelLoadError) for failure in failures)
+    assert "model 'bad' failed to load from /repo/bad" in str(failures[0])
+    assert "truncated" in str(failures[0])
+    assert len(SlowToLoad.loads) == 1  # not once per call
+    with pytest.raises(ModelLoadError):  # a later call tries again
+        await answer(dataplane, "bad")
+    assert len(SlowToLoad.loads) == 2
+
+
+async def test_a_quick_model_keeps_loading_on_the_loop_through_one_slow_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(registry_module, "QUICK_LOAD", 0.05)
+    registry = ModelRegistry(Folder(slow_to_load("quick"), served("other", 2)), max_loaded=1)
+    dataplane = plane(registry)
+    await registry.refresh()
+    for pause in (0.0, 0.0, 0.1, 0.1, 0.0, 0.0):
+        SlowToLoad.pause = pause
+        assert await answer(dataplane, "quick") == 10
+        assert await answer(dataplane, "other") == 2  # unloads quick: its next call loads it again
+    # first in a thread (never loaded), then on the loop; one slow load is forgiven, the second in
+    # a row sends it back to a thread, and one quick load there brings it back to the loop
+    where = [place for _, place in SlowToLoad.loads]
+    assert where == ["thread", "loop", "loop", "loop", "thread", "loop"]
 
 
 async def test_eviction_waits_for_the_calls_inside_the_model() -> None:
