@@ -214,9 +214,13 @@ def inferd_command(*arguments: str) -> list[str]:
     return [venv_tool("inferd"), "serve", *arguments, "--port", "0", "--grpc-port", "0"]
 
 
-def inferd_launch(workers: int, batching: bool = False) -> Callable[[Path], Launch]:
+def inferd_launch(
+    workers: int, batching: bool = False, options: Sequence[str] = ()
+) -> Callable[[Path], Launch]:
+    """``inferd serve examples/iris`` with ``workers``, adaptive batching or not, and ``options``."""
+
     def prepare(workdir: Path) -> Launch:
-        command = inferd_command(str(EXAMPLE))
+        command = inferd_command(str(EXAMPLE), *options)
         if workers > 1:
             command += ["--workers", str(workers)]
         if batching:
@@ -234,7 +238,7 @@ def floor_launch(workdir: Path) -> Launch:
         "--host", HOST, "--port", str(port),
         "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
     ]  # fmt: skip
-    return Launch(command, ROOT, port)  # the app runs examples/iris/model.py, as inferd does
+    return Launch(command, ROOT, port)  # the app loads examples/iris/model.joblib without inferd
 
 
 def mlserver_launch(parallel_workers: int) -> Callable[[Path], Launch]:
