@@ -61,7 +61,9 @@ class DialectSettings(BaseModel):
     code (``inferd/dialects/<name>/settings.py``); the server gives each dialect its own class's
     fields alone (`view`), so no dialect reads, or comes to depend on, the server's settings."""
 
-    model_config = ConfigDict(extra="ignore")
+    # Validators are built on first use: every dialect's subclass is declared at import (Settings
+    # gathers them all), but only the served dialect's is ever validated (`view`).
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     target: str = ""
     """What to serve: ``path/model.py:Class``, a module, a config file or a directory."""
@@ -154,7 +156,9 @@ class ServerSettings(DialectSettings, BaseSettings):
     the scale-out (``replicas``, ``autoscale``, ``ray_*``: what the Ray engine runs and what
     ``export`` writes into manifests alike, so they live here, below both)."""
 
-    model_config = SettingsConfigDict(env_prefix="INFERD_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="INFERD_", env_nested_delimiter="__", extra="ignore", defer_build=True
+    )
 
     dialect: Dialect = "auto"
     """Handler convention of the target; ``auto`` detects it from the target."""

@@ -1,5 +1,6 @@
 """What a serving process imports (issue 26): ``inferd serve --no-grpc`` loads no grpc or protobuf, no
-code of a dialect other than the one it serves, and no CLI presentation library (rich).
+code of a dialect other than the one it serves, no other command's code and no CLI presentation
+library (rich).
 
 Each test runs the real ``inferd serve`` (``python -m inferd``, through runpy) in a subprocess that
 writes its ``sys.modules`` to a file when it exits; it is asked one inference first, so what the
@@ -44,6 +45,8 @@ class Doubler(inferd.Model):
     def predict(self, inputs):
         return {"y": inputs["x"] * 2}
 """
+#: Modules of the other commands: the serving process parses serve's command line alone.
+OTHER_COMMANDS = {"inferd.cli.commands", "inferd.cli.client", "inferd.cli.platform", "inferd.cli.project"}
 IRIS_ROW = {
     "inputs": [{"name": "input-0", "shape": [1, 4], "datatype": "FP32", "data": [5.1, 3.5, 1.4, 0.2]}]
 }
@@ -98,6 +101,7 @@ def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_d
     assert grpc_and_protobuf(modules) == set()
     assert other_dialects(modules, "native") == set()
     assert "typer.rich_utils" not in modules  # scikit-learn itself imports rich (sklearn.callback)
+    assert OTHER_COMMANDS & modules == set()  # serve's command is built alone
 
 
 def test_a_server_of_a_model_that_imports_no_rich_loads_no_rich(tmp_path: Path) -> None:
