@@ -725,6 +725,23 @@ def ensure_model() -> None:
     subprocess.run([sys.executable, str(EXAMPLE / "train.py"), str(MODEL_PATH)], check=True)
 
 
+def from_bytecode() -> None:
+    """Let the servers started from now on run from bytecode, as installed packages do (pip compiles
+    them): with PYTHONDONTWRITEBYTECODE set, inferd, run from this checkout, would compile its modules
+    at every start, and no peer would."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def write_dated(name: str, text: str) -> int:
+    """Print a report and write it to bench/results/NAME-<date>.txt; the exit code (1: a target FAILed)."""
+    print("\n" + text, end="")
+    path = ROOT / "bench" / "results" / f"{name}-{datetime.now(timezone.utc):%Y-%m-%d}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0 if "FAIL" not in text else 1
+
+
 def require_wrk() -> str | None:
     if shutil.which("wrk") is None:
         return (
