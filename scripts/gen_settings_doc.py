@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 from inferd.cli.options import EXCLUDED, spelled  # noqa: E402
 from inferd.config.settings import PARTS  # noqa: E402
 from inferd.core.settings import DialectSettings, ModelSettings  # noqa: E402
+from inferd.core.settings_docs import describe  # noqa: E402
 
 PAGE = ROOT / "docs" / "settings.md"
 HEADER = """# Settings
@@ -90,6 +91,8 @@ def section(fields: dict[str, FieldInfo], prefix: str, options: bool) -> list[st
 
 
 def render() -> str:
+    for model in (DialectSettings, ModelSettings, *PARTS):
+        describe(model)
     lines = [HEADER]
     for model in (DialectSettings, *PARTS):
         lines += part(model)

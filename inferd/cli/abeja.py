@@ -159,7 +159,7 @@ def run_batch(
         print(json.dumps({"inputs": len(calls), "written": written, "failed": failed, "output": str(output)}))
     else:
         summary = f"{len(calls)} inputs: {written} written to {output}, {failed} failed"
-        errors.print(summary, highlight=False, soft_wrap=True)
+        errors().print(summary, highlight=False, soft_wrap=True)
     raise typer.Exit(1 if failed else 0)
 
 
@@ -169,7 +169,7 @@ def _run_all(model: AbejaModel, calls: list[tuple[str, Call]], output: Path) -> 
     from inferd.dialects.abeja import local as abeja
 
     failed = 0
-    with Progress(console=errors, transient=True) as progress:
+    with Progress(console=errors(), transient=True) as progress:
         task = progress.add_task("running", total=len(calls))
         for stem, call in calls:
             result = abeja.run_one(model, stem, call, output)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from inferd.cli.common import FileOption, errors, fail, pair
+from inferd.cli.common import FileOption, errors, escape, fail, pair
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.table import Table
 
 UrlOption = Annotated[
@@ -21,7 +21,14 @@ UrlOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 DEFAULT_URL = "http://127.0.0.1:8080"
-output = Console()
+
+
+@functools.cache
+def output() -> Console:
+    """The console of the answers, on stdout; made on first use (rich is not imported to serve)."""
+    from rich.console import Console
+
+    return Console()
 
 
 def list_models(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
@@ -81,13 +88,14 @@ def _source(model: dict[str, Any]) -> str:
 def _print_whole(table: Table) -> None:
     """Print ``table`` fitted to the terminal; piped (no terminal to fit), at its natural width, so no
     cell is folded mid-word for the program reading it."""
+    from rich.console import Console
     from rich.measure import Measurement
 
-    if output.is_terminal:
-        output.print(table)
+    if output().is_terminal:
+        output().print(table)
         return
-    natural = Measurement.get(output, output.options.update_width(10_000), table).maximum
-    Console(width=max(natural, output.width), color_system=None).print(table)
+    natural = Measurement.get(output(), output().options.update_width(10_000), table).maximum
+    Console(width=max(natural, output().width), color_system=None).print(table)
 
 
 def _tensors(specs: list[dict[str, Any]]) -> str:
@@ -120,7 +128,7 @@ def call_model(
     except client.ClientError as exc:
         fail(str(exc), code=1)
     summary = f"{answer.status} · {answer.milliseconds:.1f} ms · {request.method} {request.path}"
-    errors.print(f"[{'green' if answer.status < 400 else 'red'}]{escape(summary)}[/]", highlight=False)
+    errors().print(f"[{'green' if answer.status < 400 else 'red'}]{escape(summary)}[/]", highlight=False)
     if save is not None:
         save.write_bytes(answer.body)
     elif answer.is_json:
@@ -128,9 +136,9 @@ def call_model(
         if json_output or not sys.stdout.isatty():
             sys.stdout.write(text.rstrip("\n") + "\n")
         else:
-            output.print_json(text)
+            output().print_json(text)
     elif sys.stdout.isatty() and not answer.content_type.startswith("text/"):
-        errors.print(f"{len(answer.body)} bytes of {answer.content_type}: save them with --output FILE")
+        errors().print(f"{len(answer.body)} bytes of {answer.content_type}: save them with --output FILE")
     else:
         sys.stdout.buffer.write(answer.body)
         sys.stdout.flush()
@@ -153,7 +161,7 @@ def remote_training(url: str, name: str, args: list[str], follow: bool) -> None:
         if follow:
             job = record["uuid"]
             columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-            with Progress(*columns, console=errors, transient=True) as progress:
+            with Progress(*columns, console=errors(), transient=True) as progress:
                 task = progress.add_task(f"training {name} ({job})", total=None)
                 for record in client.follow_training(url, path, job):
                     progress.update(task, description=f"training {name} ({job}): {record['status']}")

@@ -2,24 +2,26 @@
 several commands take.
 
 Nothing heavy is imported here (no server, engine, dialect or numpy): ``inferd --help`` loads only
-typer and this package, and each command imports what it runs when it runs.
+typer and this package, and each command imports what it runs when it runs. rich too is imported
+when something is printed with it (`errors`, `escape`): ``inferd serve`` is the serving process,
+which prints only its ready line and JSON logs and so never loads it.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from inferd.config.project import Project, Resolver
     from inferd.config.settings import Settings
     from inferd.server.app import Runtime
 
-errors = Console(stderr=True)
 USAGE_ERROR = 2
 ArgOption = Annotated[
     list[str] | None, typer.Option("--arg", "-a", help="DEEPaaS argument KEY=VALUE (repeatable).")
@@ -31,11 +33,26 @@ DIALECT_HELP = "Handler convention: auto, native, seldon, deepaas, cortex, abeja
 ABEJA_STYLE_HELP = "ABEJA handler style: auto, 18.10 (generator) or 19.04 (request handler)."
 
 
+@functools.cache
+def errors() -> Console:
+    """The console of the commands' messages, on stderr; made on first use."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def escape(text: str) -> str:
+    """``text`` with rich's markup escaped, to print it as it is."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
 def fail(message: str, code: int = USAGE_ERROR, instead: str | None = None) -> NoReturn:
     """Print ``message`` (and the command to type ``instead``, when there is one) and exit."""
-    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    errors().print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     if instead:
-        errors.print(f"[bold]try:[/] {escape(instead)}", highlight=False, soft_wrap=True)
+        errors().print(f"[bold]try:[/] {escape(instead)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

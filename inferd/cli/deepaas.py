@@ -52,7 +52,7 @@ def deepaas_call(method: str, target: str, args: list[str], files: list[str]) ->
     try:
         model = deepaas.load(target, settings)
         # a training may take long: a spinner while it runs (on a terminal only, on stderr)
-        with errors.status(f"{method} {target}…") if method == "train" else contextlib.nullcontext():
+        with errors().status(f"{method} {target}…") if method == "train" else contextlib.nullcontext():
             result = deepaas.call(model, method, args, files)
     except deepaas.LocalCallError as exc:
         fail(str(exc))

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
+
+from inferd.cli.common import escape
 
 #: The panels of `inferd serve --help`, shown after typer's own Arguments and Options in the order of
 #: ``options.PANELS``.

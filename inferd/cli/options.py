@@ -25,6 +25,7 @@ from typer.core import TyperCommand
 
 from inferd.cli import help as panel
 from inferd.config.settings import Settings
+from inferd.core.settings_docs import describe
 
 #: Fields that are no option, and why (docs/settings.md says how else they are set).
 EXCLUDED = {
@@ -156,6 +157,7 @@ def parameters(model: type[BaseSettings] = Settings) -> list[inspect.Parameter]:
         "without it, the ABEJA handler named by HANDLER.",
     )
     made = [_keyword("target", Annotated[str | None, target])]
+    describe(model)  # each field's docstring, its help
     by_panel: dict[str | None, list[inspect.Parameter]] = {}
     for name, shown_in in fields(model):
         by_panel.setdefault(shown_in, []).append(_option(name, model.model_fields[name], shown_in))

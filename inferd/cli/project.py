@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from inferd.cli.common import DIALECT_HELP, errors, fail, load_project
+from inferd.cli.common import DIALECT_HELP, errors, escape, fail, load_project
 
 if TYPE_CHECKING:
     from inferd.config.project import Project
@@ -32,8 +31,8 @@ def init(
         fail(str(exc))
     name = load_project(str(folder)).name
     for path in written:
-        errors.print(f"  [green]created[/] {escape(str(path))}", highlight=False)
-    errors.print(
+        errors().print(f"  [green]created[/] {escape(str(path))}", highlight=False)
+    errors().print(
         f"Next: [bold]inferd serve {escape(str(folder))}[/], then "
         f"[bold]inferd call {name} --input {escape(str(folder / 'sample.json'))}[/] (see the README).",
         highlight=False,
@@ -102,7 +101,7 @@ def export_k8s(
         sys.stdout.write(text)
         return
     output.write_text(text)
-    errors.print(f"wrote {output}", highlight=False, soft_wrap=True)
+    errors().print(f"wrote {output}", highlight=False, soft_wrap=True)
 
 
 def build(
@@ -138,7 +137,7 @@ def build(
     dockerfile.write_text(files.dockerfile)
     (project.folder / docker.DOCKERIGNORE).write_text(files.dockerignore)
     command = f"docker build -t {resource_name(project)} {project.folder}"
-    errors.print(
+    errors().print(
         f"wrote {dockerfile} and {docker.DOCKERIGNORE}; build with: {command}",
         highlight=False,
         soft_wrap=True,

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from inferd.config.settings import Settings
@@ -125,6 +124,8 @@ def read_file(folder: Path) -> dict[str, Any] | None:
     path = folder / PROJECT_FILE
     if not path.is_file():
         return None
+    import yaml  # only a project with an inferd.yaml is read as YAML
+
     try:
         found = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

@@ -7,7 +7,6 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from inferd.core.batching import BatchSettings
@@ -18,6 +17,8 @@ from inferd.core.settings import DialectSettings, ModelSettings, ServerSettings
 
 @functools.cache
 def _from_file(path: Path) -> dict[str, ModelSettings]:
+    import yaml  # only a server given a model settings file reads YAML
+
     try:
         document = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:

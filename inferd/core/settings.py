@@ -4,8 +4,8 @@
 Settings that belong to one dialect live with it (``inferd/dialects/<name>/settings.py``, a subclass
 of `DialectSettings`); `inferd.config.settings.Settings`, a layer above, is the server's and every
 dialect's in one object, what ``serve`` reads. The docstring under each field is its documentation
-(``use_attribute_docstrings``), so the settings reference and ``serve``'s options are generated from
-them and cannot drift.
+(its description once `inferd.core.settings_docs.describe` read it), so the settings reference and
+``serve``'s options are generated from them and cannot drift.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ GRPC_LARGEST_MESSAGE = 2**31 - 1
 class ModelSettings(BaseModel):
     """Settings of one model, overriding the server-wide defaults of the same names."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     max_batch_size: int | None = Field(None, ge=1)
     """The most rows one call of this model takes (1 turns batching off for it)."""
@@ -61,7 +61,9 @@ class DialectSettings(BaseModel):
     code (``inferd/dialects/<name>/settings.py``); the server gives each dialect its own class's
     fields alone (`view`), so no dialect reads, or comes to depend on, the server's settings."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="ignore")
+    # Validators are built on first use: every dialect's subclass is declared at import (Settings
+    # gathers them all), but only the served dialect's is ever validated (`view`).
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     target: str = ""
     """What to serve: ``path/model.py:Class``, a module, a config file or a directory."""
@@ -155,7 +157,7 @@ class ServerSettings(DialectSettings, BaseSettings):
     ``export`` writes into manifests alike, so they live here, below both)."""
 
     model_config = SettingsConfigDict(
-        env_prefix="INFERD_", env_nested_delimiter="__", use_attribute_docstrings=True, extra="ignore"
+        env_prefix="INFERD_", env_nested_delimiter="__", extra="ignore", defer_build=True
     )
 
     dialect: Dialect = "auto"

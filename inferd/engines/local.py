@@ -12,9 +12,8 @@ import signal
 import socket
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import grpc
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -24,7 +23,9 @@ from inferd.engines.http import SignalFreeServer, uvicorn_config
 from inferd.engines.open_files import connection_budget, raise_open_files_limit
 from inferd.engines.sockets import bind_http, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app
-from inferd.server.grpc import create_grpc_server
+
+if TYPE_CHECKING:
+    import grpc
 
 logger = logging.getLogger("inferd.engine")
 T = TypeVar("T")
@@ -96,6 +97,9 @@ class LocalBackend:
             self.watching = asyncio.create_task(registry.watch(self.runtime.poll_seconds))
         grpc_port = None
         if settings.grpc_enabled:
+            # Imported here: with --no-grpc, grpc and protobuf (about 8 MiB) never load.
+            from inferd.server.grpc import create_grpc_server
+
             self.grpc_server = create_grpc_server(self.runtime, self.shared_grpc_port)
             with listen_errors(settings.host, settings.grpc_port):
                 grpc_port = self.grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")

@@ -8,37 +8,48 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import grpc
+from typing import TYPE_CHECKING
 
 from inferd.core import errors
+
+if TYPE_CHECKING:
+    import grpc
 
 
 @dataclass(frozen=True)
 class Status:
+    """An HTTP status and a gRPC code, the latter by name: grpc is imported only by what speaks gRPC
+    (a server started with ``--no-grpc`` never loads grpc and protobuf, about 8 MiB)."""
+
     http: int
-    grpc: grpc.StatusCode
+    grpc_name: str
+
+    @property
+    def grpc(self) -> grpc.StatusCode:
+        import grpc  # only a gRPC answer asks, and grpc is loaded then
+
+        return grpc.StatusCode[self.grpc_name]
 
 
 STATUSES: dict[type[BaseException], Status] = {
-    errors.PayloadTooLarge: Status(413, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    errors.HeadersTooLarge: Status(431, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    errors.ClientTimeout: Status(408, grpc.StatusCode.DEADLINE_EXCEEDED),
-    errors.InvalidInput: Status(400, grpc.StatusCode.INVALID_ARGUMENT),
-    errors.NotFound: Status(404, grpc.StatusCode.NOT_FOUND),
-    errors.Conflict: Status(409, grpc.StatusCode.FAILED_PRECONDITION),
-    errors.ModelNotReady: Status(503, grpc.StatusCode.UNAVAILABLE),
-    errors.ModelLoadError: Status(400, grpc.StatusCode.FAILED_PRECONDITION),
-    errors.TargetError: Status(400, grpc.StatusCode.INVALID_ARGUMENT),
-    errors.RetryLater: Status(503, grpc.StatusCode.UNAVAILABLE),
-    errors.RequestTimeout: Status(504, grpc.StatusCode.DEADLINE_EXCEEDED),
-    errors.Unauthenticated: Status(401, grpc.StatusCode.UNAUTHENTICATED),
-    errors.Forbidden: Status(403, grpc.StatusCode.PERMISSION_DENIED),
-    errors.InferenceFailed: Status(500, grpc.StatusCode.INTERNAL),
-    errors.BadGateway: Status(502, grpc.StatusCode.UNAVAILABLE),
-    errors.InferdError: Status(500, grpc.StatusCode.INTERNAL),
+    errors.PayloadTooLarge: Status(413, "RESOURCE_EXHAUSTED"),
+    errors.HeadersTooLarge: Status(431, "RESOURCE_EXHAUSTED"),
+    errors.ClientTimeout: Status(408, "DEADLINE_EXCEEDED"),
+    errors.InvalidInput: Status(400, "INVALID_ARGUMENT"),
+    errors.NotFound: Status(404, "NOT_FOUND"),
+    errors.Conflict: Status(409, "FAILED_PRECONDITION"),
+    errors.ModelNotReady: Status(503, "UNAVAILABLE"),
+    errors.ModelLoadError: Status(400, "FAILED_PRECONDITION"),
+    errors.TargetError: Status(400, "INVALID_ARGUMENT"),
+    errors.RetryLater: Status(503, "UNAVAILABLE"),
+    errors.RequestTimeout: Status(504, "DEADLINE_EXCEEDED"),
+    errors.Unauthenticated: Status(401, "UNAUTHENTICATED"),
+    errors.Forbidden: Status(403, "PERMISSION_DENIED"),
+    errors.InferenceFailed: Status(500, "INTERNAL"),
+    errors.BadGateway: Status(502, "UNAVAILABLE"),
+    errors.InferdError: Status(500, "INTERNAL"),
 }
-INTERNAL = Status(500, grpc.StatusCode.INTERNAL)
+INTERNAL = Status(500, "INTERNAL")
 INTERNAL_MESSAGE = "internal server error; see the server log"
 TRACEBACK = "Traceback (most recent call last)"
 #: An absolute path of two or more components (POSIX or Windows), not part of a URL or a longer word.

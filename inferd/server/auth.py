@@ -1,5 +1,7 @@
 """Bearer-token authentication: one ASGI middleware for every HTTP route and one gRPC interceptor for
-every service, both installed only when tokens are configured (no cost otherwise).
+every service (`inferd.server.grpc_interceptors.GrpcBearerAuth`, beside the other gRPC interceptor so
+an HTTP-only server never imports grpc), both installed only when tokens are configured (no cost
+otherwise).
 
 Health and readiness answer without a token so probes need no secret; they run no model code. A
 token is compared with every configured one in constant time (`hmac.compare_digest`, no early exit),
@@ -13,15 +15,13 @@ import hashlib
 import hmac
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
-import grpc
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import Unauthenticated
 from inferd.core.settings import ServerSettings
-from inferd.protocols.status import status_of
 from inferd.server.errors import error_response
 
 MISSING = "missing bearer token: send 'Authorization: Bearer <token>'"
@@ -139,40 +139,3 @@ class BearerAuth:
             return
         page = self.login.page_for(scope) if self.login is not None else None
         await (page or error_response(refused))(scope, receive, send)
-
-
-class GrpcBearerAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio ships no hints
-    """The gRPC side: every method but ``open_methods`` needs ``authorization: Bearer <token>``
-    metadata, else UNAUTHENTICATED before the servicer runs."""
-
-    def __init__(self, tokens: Tokens, open_methods: Iterable[str]) -> None:
-        self.tokens, self.open_methods = tokens, frozenset(open_methods)
-
-    async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = await continuation(details)
-        if handler is None or details.method in self.open_methods:
-            return handler
-        metadata = details.invocation_metadata or ()
-        authorization = next((value for key, value in metadata if key == "authorization"), None)
-        refused = self.tokens.refusal(authorization)
-        return handler if refused is None else _refusing(handler, refused)
-
-
-def _refusing(handler: Any, error: Unauthenticated) -> Any:
-    """A handler that aborts every call with ``error`` without reading its request.
-
-    grpc reads and parses a unary request in full before its behaviour runs (a 1 GiB message cost
-    gigabytes before the refusal). A request-streaming behaviour receives an iterator it need not
-    touch, and on the wire a unary request is a stream of one message: so the refusal is a
-    request-streaming handler of the method's response kind, without a deserializer."""
-    code = status_of(error).grpc
-
-    async def refuse(requests: Any, context: Any) -> None:
-        await context.abort(code, error.message)
-
-    build = (
-        grpc.stream_stream_rpc_method_handler
-        if handler.response_streaming
-        else grpc.stream_unary_rpc_method_handler
-    )
-    return build(refuse, response_serializer=handler.response_serializer)

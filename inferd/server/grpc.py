@@ -7,9 +7,9 @@ import grpc
 from inferd.core import tracing
 from inferd.protocols.v2.grpc import HEALTH_METHODS, add_to_server
 from inferd.server.app import Runtime
-from inferd.server.auth import GrpcBearerAuth, tokens_of
+from inferd.server.auth import tokens_of
+from inferd.server.grpc_interceptors import GrpcBearerAuth, TracedRpcs
 from inferd.server.grpc_requests import Registrar
-from inferd.server.tracing import TracedRpcs
 
 
 def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> grpc.aio.Server:

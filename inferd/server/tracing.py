@@ -1,14 +1,11 @@
 """The request spans of HTTP and gRPC calls, present only when tracing is on (`inferd.core.tracing`):
-an outermost ASGI middleware and a grpc.aio interceptor, so a server without tracing does not even
+an outermost ASGI middleware and a grpc.aio interceptor
+(`inferd.server.grpc_interceptors.TracedRpcs`), so a server without tracing does not even
 check for it per request. Each takes the caller's W3C ``traceparent`` (header or metadata) as the
 span's parent and records the answer's status."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import grpc
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from inferd.core.tracing import HEADERS, Tracer
@@ -44,40 +41,3 @@ class TracedRequests:
                 await self.app(scope, receive, send_status)
             finally:
                 self.tracer.finish(span, status=status)
-
-
-class TracedRpcs(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio ships no hints
-    """The span of every unary gRPC call, named after its method
-    (``inference.GRPCInferenceService/ModelInfer``)."""
-
-    def __init__(self, tracer: Tracer) -> None:
-        self.tracer = tracer
-
-    async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = await continuation(details)
-        if handler is None or handler.request_streaming or handler.response_streaming:
-            return handler
-        behaviour, tracer, method = handler.unary_unary, self.tracer, details.method
-        carrier = [(key, value) for key, value in details.invocation_metadata or () if key in HEADERS]
-        attributes = {"rpc.system": "grpc", "rpc.method": method}
-
-        async def traced(request: Any, context: Any) -> Any:
-            with tracer.server(method.lstrip("/"), "grpc", carrier, attributes) as span:
-                try:
-                    answer = await behaviour(request, context)
-                except BaseException:
-                    tracer.finish(span, grpc_code=_code_name(context, "UNKNOWN"))
-                    raise
-                tracer.finish(span, grpc_code=_code_name(context, "OK"))
-                return answer
-
-        return grpc.unary_unary_rpc_method_handler(
-            traced,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
-
-
-def _code_name(context: Any, otherwise: str) -> str:
-    code = context.code()
-    return str(code.name) if isinstance(code, grpc.StatusCode) else otherwise

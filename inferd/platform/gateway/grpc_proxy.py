@@ -26,7 +26,8 @@ import grpc
 
 from inferd.engines.sockets import listen_errors
 from inferd.platform.gateway.table import EndpointTable
-from inferd.server.auth import GrpcBearerAuth, Tokens
+from inferd.server.auth import Tokens
+from inferd.server.grpc_interceptors import GrpcBearerAuth
 
 logger = logging.getLogger("inferd.gateway")
 

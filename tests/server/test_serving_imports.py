@@ -1,0 +1,115 @@
+"""What a serving process imports (issue 26): ``inferd serve --no-grpc`` loads no grpc or protobuf, no
+code of a dialect other than the one it serves, no other command's code and no CLI presentation
+library (rich).
+
+Each test runs the real ``inferd serve`` (``python -m inferd``, through runpy) in a subprocess that
+writes its ``sys.modules`` to a file when it exits; it is asked one inference first, so what the
+request path imports on first use counts too, then stopped with SIGTERM as an orchestrator would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+
+from tests.servers import READY, ROOT, START_TIMEOUT, with_this_tree
+
+#: ``python -m inferd ARGS``, writing the process's module names to $MODULES_FILE at exit.
+LAUNCH = """
+import atexit, os, runpy, sys
+
+def dump():
+    with open(os.environ["MODULES_FILE"], "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+
+atexit.register(dump)
+runpy.run_module("inferd", run_name="__main__", alter_sys=True)
+"""
+
+NUMPY_ONLY = """
+import numpy as np
+
+import inferd
+from inferd import TensorSpec
+
+
+class Doubler(inferd.Model):
+    inputs = (TensorSpec("x", "FP32", (-1,)),)
+
+    def predict(self, inputs):
+        return {"y": inputs["x"] * 2}
+"""
+#: Modules of the other commands: the serving process parses serve's command line alone.
+OTHER_COMMANDS = {"inferd.cli.commands", "inferd.cli.client", "inferd.cli.platform", "inferd.cli.project"}
+IRIS_ROW = {
+    "inputs": [{"name": "input-0", "shape": [1, 4], "datatype": "FP32", "data": [5.1, 3.5, 1.4, 0.2]}]
+}
+NUMBERS = {"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1, 2]}]}
+
+
+def modules_of_serving(target: str, model: str, request: dict[str, object], tmp_path: Path) -> set[str]:
+    """The modules ``inferd serve TARGET --no-grpc`` had loaded when it stopped, after one inference."""
+    dump = tmp_path / "modules.txt"
+    command = [sys.executable, "-c", LAUNCH, "serve", target, "--port", "0", "--no-grpc"]
+    env = with_this_tree({**os.environ, "MODULES_FILE": str(dump)})
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert process.stdout is not None
+    timer = threading.Timer(START_TIMEOUT, process.kill)
+    timer.start()
+    try:
+        ready = next((match for line in process.stdout if (match := READY.search(line))), None)
+        assert ready is not None, f"inferd exited with {process.wait()} before it was ready"
+        url = f"http://{ready['host']}:{ready['port']}/v2/models/{model}/infer"
+        assert httpx.post(url, json=request, timeout=30).status_code == 200
+    finally:
+        timer.cancel()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        process.stdout.close()
+    return set(dump.read_text().split())
+
+
+def grpc_and_protobuf(modules: set[str]) -> set[str]:
+    return {name for name in modules if name.split(".")[0] == "grpc" or name.startswith("google.protobuf")}
+
+
+def other_dialects(modules: set[str], served: str) -> set[str]:
+    """Modules of dialects other than ``served``, but for each one's package and settings declaration:
+    `inferd.config.settings` gathers every dialect's settings into the one Settings object."""
+    found = set()
+    for name in modules:
+        parts = name.split(".")
+        if name.startswith("inferd.dialects.") and parts[2] not in (served, "base"):
+            if len(parts) > 3 and parts[3] != "settings":
+                found.add(name)
+    return found
+
+
+def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_dialects(
+    tmp_path: Path,
+) -> None:
+    modules = modules_of_serving(str(ROOT / "examples" / "iris"), "iris", IRIS_ROW, tmp_path)
+    assert "inferd.dialects.native.loader" in modules  # the dump is of the serving process
+    assert grpc_and_protobuf(modules) == set()
+    assert other_dialects(modules, "native") == set()
+    assert "typer.rich_utils" not in modules  # scikit-learn itself imports rich (sklearn.callback)
+    assert OTHER_COMMANDS & modules == set()  # serve's command is built alone
+
+
+def test_a_server_of_a_model_that_imports_no_rich_loads_no_rich(tmp_path: Path) -> None:
+    project = tmp_path / "doubler"
+    project.mkdir()
+    (project / "model.py").write_text(NUMPY_ONLY)
+    modules = modules_of_serving(str(project), "doubler", NUMBERS, tmp_path)
+    assert "inferd.server.app" in modules
+    assert {name for name in modules if name.split(".")[0] == "rich"} == set()
+    assert grpc_and_protobuf(modules) == set()
+    assert other_dialects(modules, "native") == set()
