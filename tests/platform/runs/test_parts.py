@@ -65,11 +65,14 @@ def test_inputs_and_outputs_are_checked(tmp_path: Path) -> None:
         locations.check_inputs([str(tmp_path / "in")] * (locations.MAX_INPUTS + 1))
     with pytest.raises(InvalidInput, match="is a file"):
         locations.check_output(str(tmp_path / "file"))
-    with pytest.raises(InvalidInput, match="not supported"):
-        locations.check_output("s3://bucket/out/")
+    assert locations.check_output("s3://bucket/out") == "s3://bucket/out/"
+    with pytest.raises(InvalidInput, match="no uploads"):
+        locations.check_output("https://example.com/out/")
+    with pytest.raises(InvalidInput, match="ftp"):
+        locations.check_output("ftp://host/out/")
     with pytest.raises(InvalidInput, match="prefix"):
         locations.check_watched("s3://bucket/in")
-    assert locations.check_output(str(tmp_path / "new")) == tmp_path / "new"
+    assert locations.check_output(str(tmp_path / "new")) == str(tmp_path / "new")
 
 
 def test_a_trigger_sees_finished_files_only(tmp_path: Path) -> None:
