@@ -5,9 +5,10 @@ reads the prefix never sees half a file. The platform's runs write their answers
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
-from inferd.storage.backends import backend_for
+from inferd.storage.backends import Backend, backend_for
 from inferd.storage.errors import StorageError, StorageNotFound
 from inferd.storage.locations import scheme
 from inferd.storage.remote import explained
@@ -38,12 +39,23 @@ def upload(folder: Path, prefix: str) -> list[str]:
     filesystem = backend.filesystem(True)
     for file in files:
         target = prefix + file.relative_to(folder).as_posix()
-        try:
-            with explained(target, backend, WRITE):
-                filesystem.put_file(str(file), target)
-        except StorageNotFound as exc:
-            raise StorageNotFound(target, "no such bucket; create it or check the URI", WRITE) from exc
+        _put(backend, filesystem, file, target)
         if not written:
             filesystem = backend.filesystem(False)
         written.append(target)
     return written
+
+
+def put(file: Path, uri: str) -> None:
+    """Put one file as the object ``uri`` (quick to fail on an unreachable store, as above)."""
+    check_prefix(uri)
+    backend = backend_for(uri, scheme(uri) or "")
+    _put(backend, backend.filesystem(True), file, uri)
+
+
+def _put(backend: Backend, filesystem: Any, file: Path, uri: str) -> None:
+    try:
+        with explained(uri, backend, WRITE):
+            filesystem.put_file(str(file), uri)
+    except StorageNotFound as exc:
+        raise StorageNotFound(uri, "no such bucket; create it or check the URI", WRITE) from exc
