@@ -33,7 +33,7 @@ def submit_run(
     input: Annotated[
         list[str], typer.Option("--input", "-i", help="A file, folder or storage URI (repeatable).")
     ],
-    output: Annotated[str, typer.Option("--output", "-o", help="The folder the answers go to.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="The folder or storage prefix for answers.")],
     param: Annotated[
         list[str] | None, typer.Option("--param", "-e", help="KEY=VALUE for the run's process; repeatable.")
     ] = None,
@@ -96,7 +96,7 @@ def create_trigger(
     deployment: str,
     version: Annotated[str, typer.Argument(help="The version's id.")],
     input: Annotated[str, typer.Option("--input", "-i", help="The folder (or storage prefix/) to watch.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="The folder the answers go to.")],
+    output: Annotated[str, typer.Option("--output", "-o", help="The folder or storage prefix for answers.")],
     param: Annotated[
         list[str] | None, typer.Option("--param", "-e", help="KEY=VALUE for each run's process; repeatable.")
     ] = None,

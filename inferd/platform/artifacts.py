@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from inferd.core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from inferd.platform.bundle_copies import BundleCopies
+from inferd.storage.errors import StorageNotFound
 
 #: Folders and files no bundle holds, at any depth.
 SKIPPED_NAMES = frozenset({".git", "__pycache__", ".inferd"})
@@ -68,7 +70,8 @@ class Bundle:
 
 class ArtifactStore:
     """Bundles under ``root``. Uploads may read at most ``max_bytes`` and extract at most
-    ``max_unpacked_bytes`` (``max_bytes`` unless given) in ``max_members`` members."""
+    ``max_unpacked_bytes`` (``max_bytes`` unless given) in ``max_members`` members. With ``copies``
+    (object storage), every bundle is also kept there, and ``root`` is its cache."""
 
     def __init__(
         self,
@@ -76,8 +79,10 @@ class ArtifactStore:
         max_bytes: int,
         max_members: int = DEFAULT_MAX_MEMBERS,
         max_unpacked_bytes: int | None = None,
+        copies: BundleCopies | None = None,
     ) -> None:
         self.root = root
+        self.copies = copies
         self.max_bytes = max_bytes
         self.max_members = max_members
         self.max_unpacked_bytes = max_bytes if max_unpacked_bytes is None else max_unpacked_bytes
@@ -101,11 +106,17 @@ class ArtifactStore:
             return self._keep(tree, scratch)
 
     def open(self, digest: str) -> Path:
-        """The stored tar.gz of ``digest`` (to send as a download)."""
+        """The stored tar.gz of ``digest`` (to send as a download, or unpack), fetched from object
+        storage first when only the copies there have it."""
         match = DIGEST_PATTERN.fullmatch(digest) if isinstance(digest, str) else None
         if match is None:
             raise InvalidInput(f"digest {digest!r} must be 'sha256:' and 64 lowercase hex digits")
         path = self.root / "sha256" / f"{match[1]}.tar.gz"
+        if not path.is_file() and self.copies is not None:
+            try:
+                self.copies.fetch(match[1], path)
+            except StorageNotFound:
+                raise NotFound(f"bundle {digest} does not exist here nor in {self.copies.prefix}") from None
         if not path.is_file():
             raise NotFound(f"bundle {digest} does not exist")
         return path
@@ -152,6 +163,8 @@ class ArtifactStore:
         path = self.root / "sha256" / f"{hex}.tar.gz"
         if not path.is_file():
             os.replace(packed, path)
+        if self.copies is not None:
+            self.copies.keep(path, hex)
         return Bundle(f"sha256:{hex}", digesting.size, path)
 
 

@@ -140,7 +140,7 @@ class Platform:
             if service.state in LIVE_STATES:
                 return service
             version = self.store.version(service.version_id)
-            folder = self._unpacked(service, version)
+            folder = await self._unpacked(service, version)
             service = self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
             await self.runner.start(self._spec(service, version, folder))
             await self._reconcile(service.id)
@@ -193,7 +193,7 @@ class Platform:
             return
         have = {replica.number: replica for replica in self.store.replicas(service.id)}
         version = self.store.version(service.version_id)
-        folder = self._unpacked(service, version)
+        folder = await self._unpacked(service, version)
         for number in range(1, service.replicas):
             if number not in have:
                 replica = self.store.add_replica(service.id, number)
@@ -275,7 +275,7 @@ class Platform:
             if not live and not replicas:
                 continue
             version = self.store.version(service.version_id)
-            spec = self._spec(service, version, self._unpacked(service, version))
+            spec = self._spec(service, version, await self._unpacked(service, version))
             if live:
                 await self.runner.adopt(spec, service.pid, service.port, service.restarts)
             for replica in replicas:
@@ -322,10 +322,16 @@ class Platform:
                 return
         self.routing.changed(service_id)
 
-    def _unpacked(self, service: Service, version: Version) -> Path:
+    async def _unpacked(self, service: Service, version: Version) -> Path:
+        """The service's folder, its version's bundle unpacked there once (fetched first, from the
+        artifact store's copy in object storage, when this machine lacks it: in a thread)."""
         folder = self.services_root / service.id
         if not folder.exists():
-            self.artifacts.unpack(version.digest, folder)
+            try:
+                await asyncio.to_thread(self.artifacts.unpack, version.digest, folder)
+            except (Conflict, OSError):
+                if not folder.is_dir():  # else another caller unpacked it meanwhile
+                    raise
         return folder
 
     def _spec(self, service: Service, version: Version, folder: Path) -> ServiceSpec:

@@ -20,6 +20,7 @@ from inferd.engines.http import SignalFreeServer, uvicorn_config
 from inferd.engines.sockets import bind_http, free_ports, port_of
 from inferd.platform.api.app import create_control_app
 from inferd.platform.artifacts import ArtifactStore
+from inferd.platform.bundle_copies import BundleCopies
 from inferd.platform.datapath import DataPath, GatewayPath
 from inferd.platform.gateway import EndpointTable
 from inferd.platform.gateway.grpc_proxy import serve_grpc_gateway
@@ -53,7 +54,8 @@ class Listening:
 def open_platform(settings: PlatformSettings, path: DataPath) -> Platform:
     root = platform_root(settings)
     store = Store(root / "platform.sqlite")
-    artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size)
+    copies = BundleCopies(settings.artifact_store) if settings.artifact_store else None
+    artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size, copies=copies)
     platform = Platform(store, artifacts, path, root)
     platform.runs.configure(settings, settings.trigger_poll_seconds, settings.max_parallel_runs)
     return platform

@@ -30,6 +30,11 @@ class PlatformSettings(ServerSettings):
     its weights changed through its runtime API without a reload; shadow traffic is the gateway's
     only."""
 
+    artifact_store: str | None = None
+    """A storage prefix (``s3://bucket/bundles/``, ``gs://...``) that keeps every version bundle,
+    uploaded once when it is pushed; the data folder's copy is then a cache, filled from it when a
+    service or run needs a bundle this machine lacks. Unset: the data folder only."""
+
     max_bundle_size: int = Field(512 * 1024 * 1024, ge=1)
     """Largest version archive (bytes) an upload may hold, packed or unpacked."""
 

@@ -8,11 +8,12 @@ from inferd.core.errors import ModelLoadError
 
 
 class StorageError(ModelLoadError):
-    """A URI could not be fetched; the message names it, says what went wrong and what to do."""
+    """A URI could not be fetched (or written: ``action``); the message names it, says what went wrong
+    and what to do."""
 
-    def __init__(self, uri: str, problem: str) -> None:
-        super().__init__(f"cannot fetch {uri}: {problem}")
-        self.uri = uri
+    def __init__(self, uri: str, problem: str, action: str = "fetch") -> None:
+        super().__init__(f"cannot {action} {uri}: {problem}")
+        self.uri, self.problem = uri, problem
 
 
 class StorageNotFound(StorageError):

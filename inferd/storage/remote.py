@@ -133,35 +133,43 @@ class Remote:
 
     @contextmanager
     def _explained(self) -> Iterator[None]:
-        try:
+        with explained(self.uri, self._backend):
             yield
-        except StorageError:
-            raise
-        except Exception as exc:
-            error_class, problem = self._explain(exc)
-            raise error_class(self.uri, problem) from exc
 
-    def _explain(self, exc: BaseException) -> Explanation:
-        """The backend's word on any exception of the chain first (an HTTP FileNotFoundError may be
-        caused by a refused connection), then the standard exceptions fsspec raises."""
-        chain = list(_chain(exc))
-        for link in chain:
-            explained = self._backend.explain(link)
-            if explained:
-                return explained
-        settings = self._backend.settings
-        for kinds, error_class, problem in (
-            (
-                (ConnectionError, TimeoutError),
-                StorageUnreachable,
-                f"no answer from the store in time; check {settings}",
-            ),
-            (PermissionError, StorageDenied, f"access denied; check {settings}"),
-            (FileNotFoundError, StorageNotFound, "no such object or prefix; check the bucket and the path"),
-        ):
-            if any(isinstance(link, kinds) for link in chain):
-                return error_class, problem
-        return StorageError, f"{type(exc).__name__}: {said(exc)}"
+
+@contextmanager
+def explained(uri: str, backend: Backend, action: str = "fetch") -> Iterator[None]:
+    """Any exception of the backend's library inside, as the `StorageError` that says it: the
+    backend's word on any exception of the chain first (an HTTP FileNotFoundError may be caused by a
+    refused connection), then the standard exceptions fsspec raises."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:
+        error_class, problem = _explain(backend, exc)
+        raise error_class(uri, problem, action) from exc
+
+
+def _explain(backend: Backend, exc: BaseException) -> Explanation:
+    chain = list(_chain(exc))
+    for link in chain:
+        found = backend.explain(link)
+        if found:
+            return found
+    settings = backend.settings
+    for kinds, error_class, problem in (
+        (
+            (ConnectionError, TimeoutError),
+            StorageUnreachable,
+            f"no answer from the store in time; check {settings}",
+        ),
+        (PermissionError, StorageDenied, f"access denied; check {settings}"),
+        (FileNotFoundError, StorageNotFound, "no such object or prefix; check the bucket and the path"),
+    ):
+        if any(isinstance(link, kinds) for link in chain):
+            return error_class, problem
+    return StorageError, f"{type(exc).__name__}: {said(exc)}"
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

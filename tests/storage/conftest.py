@@ -51,6 +51,16 @@ def bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Bucket:
     return Bucket(name, client)
 
 
+def without_credentials(monkeypatch: pytest.MonkeyPatch, nowhere: Path) -> None:
+    """No AWS credentials anywhere boto3 looks (``nowhere``: a path that does not exist), and no
+    instance metadata asked for either (that would leave loopback)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(nowhere))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(nowhere))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
 @pytest.fixture
 def files() -> Iterator[FileServer]:
     with file_server() as server:

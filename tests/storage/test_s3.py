@@ -11,7 +11,7 @@ import pytest
 from inferd.storage import ModelCache, StorageError
 from inferd.storage.errors import StorageDenied, StorageNotFound, StorageUnreachable
 from tests.servers import free_port
-from tests.storage.conftest import Bucket
+from tests.storage.conftest import Bucket, without_credentials
 
 SAVED_MODEL = {
     "saved_model.pb": b"graph",
@@ -92,11 +92,7 @@ def test_no_credentials_says_how_to_give_them(
     bucket: Bucket, cache: ModelCache, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uri = bucket.put("m.onnx", b"onnx")
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    without_credentials(monkeypatch, tmp_path / "none")
     with pytest.raises(StorageDenied, match=f"cannot fetch {uri}: no AWS credentials found; set AWS_"):
         cache.fetch(uri)
 

@@ -68,7 +68,10 @@ class NewRun(Body):
     inputs: list[str] = Field(
         min_length=1, max_length=1000, description="Absolute paths of files or folders, or storage URIs"
     )
-    output: str = Field(description="The absolute path of the folder the answers are written to")
+    output: str = Field(
+        description="The absolute path of the folder the answers are written to, or a storage prefix "
+        "(s3://bucket/answers/) they are uploaded under"
+    )
     parameters: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Environment variables of the run's process"
     )
@@ -77,7 +80,10 @@ class NewRun(Body):
 class NewTrigger(Body):
     version: str = Field(description="The id of the version each new file is run with")
     input: str = Field(description="An absolute folder path, or a storage prefix ending with '/'")
-    output: str = Field(description="The absolute path of the folder the answers are written to")
+    output: str = Field(
+        description="The absolute path of the folder the answers are written to, or a storage prefix "
+        "(s3://bucket/answers/) they are uploaded under"
+    )
     enabled: bool = True
     parameters: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Environment variables of each run's process"

@@ -60,6 +60,14 @@ class Job:
     python: str = sys.executable
     #: Told the process id of each process started (to end it if the control process dies).
     started: Callable[[int], None] = field(default=lambda pid: None)
+    #: The storage prefix ``output`` is uploaded to once the run is done, for the log's lines.
+    destination: str | None = None
+
+    def where(self, path: Path) -> str:
+        """Where an answer written at ``path`` ends up."""
+        if self.destination is None:
+            return str(path)
+        return self.destination + path.relative_to(self.output).as_posix()
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,7 @@ async def _abeja(job: Job, handler: str) -> Outcome:
             error = failure.split(marker, 1)[1] if failure else "no answer written"
             outcome = _failed(outcome, job.log, file, error)
         else:
-            job.log.note(f"input {file}: written {written[0]}")
+            job.log.note(f"input {file}: written {job.where(written[0])}")
             outcome = Outcome(outcome.written + 1, outcome.failed, outcome.first_error)
     if code != 0 and outcome.failed == 0:
         raise RunFailed(f"inferd run {describe_exit(code)}: {quote(said.splitlines())}")
@@ -161,7 +169,7 @@ async def _served(job: Job) -> Outcome:
                 continue
             path = job.output / f"{stem}{_extension(answer.content_type)}"
             await asyncio.to_thread(path.write_bytes, answer.body)
-            job.log.note(f"input {file}: HTTP {answer.status}, written {path}")
+            job.log.note(f"input {file}: HTTP {answer.status}, written {job.where(path)}")
             outcome = Outcome(outcome.written + 1, outcome.failed, outcome.first_error)
         return outcome
     finally:

@@ -1,6 +1,7 @@
 """Where a run reads and writes: its inputs (local files and folders, or storage URIs fetched through
-the model cache) and its output folder, checked when the run is submitted and expanded into files when
-it starts; and what a trigger's input folder or storage prefix holds now.
+the model cache) and its output (a folder, or a storage prefix its answers are uploaded to), checked
+when the run is submitted and expanded into files when it starts; and what a trigger's input folder
+or storage prefix holds now.
 
 Local paths are absolute: the control process does not share its caller's working directory (the CLI
 makes them absolute before sending them)."""
@@ -15,9 +16,10 @@ from pathlib import Path
 from inferd.core.errors import InvalidInput, PayloadTooLarge
 from inferd.storage.backends import BACKENDS
 from inferd.storage.cache import ModelCache
-from inferd.storage.errors import StorageNotFound
+from inferd.storage.errors import StorageError, StorageNotFound
 from inferd.storage.locations import is_remote, local_path, scheme
 from inferd.storage.remote import Remote
+from inferd.storage.upload import check_prefix
 
 #: Entries in a run's list of inputs, and files once its folders are expanded.
 MAX_INPUTS = 1000
@@ -58,15 +60,21 @@ def check_inputs(inputs: Iterable[str]) -> list[str]:
     return found
 
 
-def check_output(output: str) -> Path:
-    """The output folder: an absolute local path that is not a file (created when the run starts)."""
+def check_output(output: str) -> str:
+    """Where the answers go, as the run records it: an absolute local folder that is not a file
+    (created when the run starts), or a storage prefix (``s3://bucket/out/``, the '/' added) the
+    answers are uploaded under once written; nothing is sent to the store before the run starts."""
     _check_text("output", output)
     if is_remote(output):
-        raise InvalidInput(f"output {output!r}: runs write to a local folder; storage URIs are not supported")
+        _check_scheme("output", output)
+        try:
+            return check_prefix(output)
+        except StorageError as exc:
+            raise InvalidInput(f"output {output!r}: {exc.problem}") from None
     path = _absolute("output", output)
     if path.exists() and not path.is_dir():
         raise InvalidInput(f"output {output!r} is a file, not a folder")
-    return path
+    return output
 
 
 def check_watched(input: str) -> str:

@@ -35,6 +35,7 @@ from inferd.platform.store import FINAL_RUN_STATES, Store
 from inferd.storage.cache import ModelCache, cache_of
 from inferd.storage.errors import StorageError
 from inferd.storage.locations import is_remote
+from inferd.storage.upload import upload
 
 logger = logging.getLogger("inferd.platform.runs")
 
@@ -86,7 +87,7 @@ class Runs:
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         checked = await asyncio.to_thread(locations.check_inputs, inputs)  # walks folders
-        locations.check_output(output)
+        output = locations.check_output(output)
         environment = _parameters(parameters or {})
         run = self.store.add_run(found.id, version.id, checked, output, environment)
         self._start(run.id)
@@ -126,7 +127,7 @@ class Runs:
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         locations.check_watched(input)
-        locations.check_output(output)
+        output = locations.check_output(output)
         environment = _parameters(parameters or {})
         try:
             there = await asyncio.to_thread(locations.watched, input, self.storage_check_seconds)
@@ -209,6 +210,10 @@ class Runs:
 
     async def _execute(self, run: Run, work: Path, log: ServiceLog) -> tuple[RunState, str]:
         version = self.store.version(run.version_id)
+        # answers bound for object storage are written in the run's work folder (removed whatever
+        # happens), then uploaded
+        remote = is_remote(run.output)
+        output = work / "output" if remote else Path(run.output)
         try:
             folder = work / "bundle"
             await asyncio.to_thread(shutil.rmtree, folder, True)
@@ -219,13 +224,17 @@ class Runs:
                 version,
                 folder,
                 files,
-                Path(run.output),
+                output,
                 environment,
                 log,
                 token=self.token,
                 started=lambda pid: self._started(run.id, pid),
+                destination=run.output if remote else None,
             )
             outcome = await execute(job)
+            if remote:
+                for uri in await asyncio.to_thread(upload, output, run.output):
+                    log.note(f"uploaded {uri}")
         except (RunFailed, InvalidInput, StorageError, ClientError) as exc:
             return RunState.FAILED, str(exc)
         finally:

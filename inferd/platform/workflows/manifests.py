@@ -17,8 +17,10 @@ every request, its answers dropped. ``replicas`` → the service's replicas (a f
 - ``containers`` whose command or args read ``inferd serve TARGET`` (what ``inferd export k8s``
   writes; ``/app/`` is the file's folder) with their ``env``;
 - or a model (``model: {storageUri}``, or a framework block such as ``sklearn: {storageUri}``) whose
-  ``storageUri`` is a path inside the file's folder that ``inferd serve`` serves (a project, a model
-  folder with ``inferd.yaml``, a repository). Object-storage URIs are not fetched here.
+  ``storageUri`` is what ``inferd serve`` serves (a project, a model folder with ``inferd.yaml``, a
+  repository): a path inside the file's folder, or a URI in object storage (``s3://``, ``gs://``,
+  ``https://``) that the service's ``inferd serve`` fetches into its model cache when it starts, with
+  the control process's credentials (nothing is fetched by ``inferd apply`` itself).
 
 ``minReplicas``/``maxReplicas`` → the service's replicas, scaled between them aiming at ``scaleTarget``
 requests in flight per replica (the concurrency metric). ``canaryTrafficPercent: N`` gives the new
@@ -201,7 +203,8 @@ def _container(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, st
 
 
 def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]]:
-    from inferd.storage.locations import local_path
+    from inferd.storage.backends import BACKENDS
+    from inferd.storage.locations import local_path, scheme
 
     blocks = [predictor.get("model"), *(predictor.get(key) for key in FRAMEWORKS)]
     uri = next((b.get("storageUri") for b in blocks if isinstance(b, dict) and b.get("storageUri")), None)
@@ -212,10 +215,12 @@ def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]
         )
     local = local_path(uri)
     if local is None:
-        raise WorkflowError(
-            f"{path}: storageUri {uri!r} is in object storage; inferd apply serves paths inside "
-            f"{path.parent} (or a container running inferd serve with a model URI)"
-        )
+        if scheme(uri) not in BACKENDS:
+            known = ", ".join(f"{name}://" for name in BACKENDS)
+            raise WorkflowError(
+                f"{path}: storageUri {uri!r}: unknown scheme; use a path beside the file or {known}"
+            )
+        return uri, {}  # fetched by the service's inferd serve, with the control process's credentials
     return _inside(path, str(local)), {}
 
 

@@ -3,6 +3,7 @@ of inputs and outputs, what a trigger sees in a folder, and which versions run a
 
 from __future__ import annotations
 
+import asyncio
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from inferd.core.errors import InvalidInput
+from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.records import RunState, Version
-from inferd.platform.runs import locations
+from inferd.platform.runs import Runs, locations
 from inferd.platform.runs.execute import abeja_handler
 from inferd.platform.store import Store
 from inferd.storage import ModelCache
@@ -65,11 +67,14 @@ def test_inputs_and_outputs_are_checked(tmp_path: Path) -> None:
         locations.check_inputs([str(tmp_path / "in")] * (locations.MAX_INPUTS + 1))
     with pytest.raises(InvalidInput, match="is a file"):
         locations.check_output(str(tmp_path / "file"))
-    with pytest.raises(InvalidInput, match="not supported"):
-        locations.check_output("s3://bucket/out/")
+    assert locations.check_output("s3://bucket/out") == "s3://bucket/out/"
+    with pytest.raises(InvalidInput, match="no uploads"):
+        locations.check_output("https://example.com/out/")
+    with pytest.raises(InvalidInput, match="ftp"):
+        locations.check_output("ftp://host/out/")
     with pytest.raises(InvalidInput, match="prefix"):
         locations.check_watched("s3://bucket/in")
-    assert locations.check_output(str(tmp_path / "new")) == tmp_path / "new"
+    assert locations.check_output(str(tmp_path / "new")) == str(tmp_path / "new")
 
 
 def test_a_trigger_sees_finished_files_only(tmp_path: Path) -> None:
@@ -111,3 +116,35 @@ def test_storage_inputs_are_fetched_and_a_prefix_is_watched(bucket: Bucket, tmp_
     assert sorted(seen) == ["a.json", "sub/b.json"]
     assert seen["a.json"].input == first
     assert locations.watched(f"s3://{bucket.name}/empty/") == {}
+
+
+def test_a_prefix_trigger_runs_each_new_object_once_across_restarts(bucket: Bucket, tmp_path: Path) -> None:
+    bucket.put("in/old.json", b"{}")  # there before the trigger: not run
+    prefix = f"s3://{bucket.name}/in/"
+
+    async def looks(runs: Runs) -> list[tuple[str, ...]]:
+        """Two looks (an object is run once two find it unchanged): the inputs of the runs started."""
+        started = [*await runs.look(), *await runs.look()]
+        return [run.inputs for run in started]
+
+    async def scenario() -> None:
+        with Store(tmp_path / "platform.sqlite") as store:
+            artifacts = ArtifactStore(tmp_path / "artifacts", 10**6)
+            deployment = store.create_deployment("app")
+            version = store.add_version(deployment.id, "1", DIGEST, 10)
+            runs = Runs(store, artifacts, tmp_path)
+            trigger = await runs.create_trigger("app", version.id, prefix, f"s3://{bucket.name}/out")
+            assert trigger.output == f"s3://{bucket.name}/out/"
+            bucket.put("in/a.json", b"{}")
+            assert await looks(runs) == [(prefix + "a.json",)]
+            assert await looks(runs) == []
+            runs.detach()
+
+            again = Runs(store, artifacts, tmp_path)  # a new control process, which never looked
+            bucket.put("in/sub/b.json", b"{}")
+            assert await looks(again) == [(prefix + "sub/b.json",)]
+            again.detach()
+            recorded = sorted(run.inputs[0] for run in store.runs(trigger_id=trigger.id))
+            assert recorded == [prefix + "a.json", prefix + "sub/b.json"]
+
+    asyncio.run(scenario())

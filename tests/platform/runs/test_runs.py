@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.platform.test_control import Control, control, project
+from tests.storage.conftest import Bucket
 
 FINAL = ("succeeded", "failed", "cancelled")
 
@@ -82,7 +83,7 @@ def wait_run(
         time.sleep(0.2)
 
 
-def submit(running: Control, version: str, given: list[Path], output: Path) -> str:
+def submit(running: Control, version: str, given: list[Path], output: Path | str) -> str:
     body = {"version": version, "inputs": [str(path) for path in given], "output": str(output)}
     created = running.call("POST", "/deployments/app/runs", json=body)
     assert created.status_code == 201, created.text
@@ -211,3 +212,28 @@ def test_bad_runs_get_clear_errors(tmp_path: Path) -> None:
         document = running.call("GET", "/openapi.json").json()
         assert document["paths"]["/platform/v1/deployments/{deployment}/runs"]["post"]
         assert "NewTrigger" in document["components"]["schemas"]
+
+
+def test_a_run_uploads_its_answers_to_object_storage(bucket: Bucket, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with control(data) as running:  # started after the bucket: AWS_ENDPOINT_URL points at it
+        running.call("POST", "/deployments", json={"name": "app"})
+        version = push(running, project(tmp_path / "p", 2.0), "1")
+        given = inputs(tmp_path / "in", 2)
+
+        done = wait_run(running, submit(running, version, given, f"s3://{bucket.name}/answers"))
+        assert done["state"] == "succeeded", done
+        assert done["output"] == f"s3://{bucket.name}/answers/"
+        listed = bucket.client.list_objects_v2(Bucket=bucket.name, Prefix="answers/")["Contents"]
+        assert sorted(item["Key"] for item in listed) == ["answers/in0.json", "answers/in1.json"]
+        body = bucket.client.get_object(Bucket=bucket.name, Key="answers/in1.json")["Body"].read()
+        assert json.loads(body)["outputs"][0]["data"] == [2.0, 2.0]
+        logs = "\n".join(running.call("GET", f"/runs/{done['id']}/logs").json()["lines"])
+        assert f"written s3://{bucket.name}/answers/in0.json" in logs
+        assert f"uploaded s3://{bucket.name}/answers/in1.json" in logs
+
+        missing = f"s3://{bucket.name}-gone/answers/"
+        failed = wait_run(running, submit(running, version, given, missing))
+        assert failed["state"] == "failed", failed
+        assert f"cannot write {missing}in0.json: no such bucket" in failed["reason"]
+        assert not [path for path in (data / "platform" / "runs").iterdir() if path.is_dir()]
