@@ -11,9 +11,7 @@ from typing import Any
 import grpc
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from inferd.core.tracing import HEADERS, Tracer
-
-_HEADER_KEYS = tuple(name.encode() for name in HEADERS)
+from inferd.core.tracing import Tracer
 
 
 class TracedRequests:
@@ -27,23 +25,34 @@ class TracedRequests:
             await self.app(scope, receive, send)
             return
         method, path = scope["method"], scope["path"]
-        carrier = [
-            (key.decode(), value.decode("latin-1")) for key, value in scope["headers"] if key in _HEADER_KEYS
-        ]
+        parent = state = None
+        for key, value in scope["headers"]:
+            if key == b"traceparent":
+                parent = value.decode("latin-1")
+            elif key == b"tracestate":
+                state = value.decode("latin-1")
         attributes = {"http.request.method": method, "url.path": path}
-        with self.tracer.server(f"{method} {path}", "http", carrier, attributes) as span:
-            status = 500
-
-            async def send_status(message: Message) -> None:
-                nonlocal status
-                if message["type"] == "http.response.start":
-                    status = message["status"]
-                await send(message)
-
+        with self.tracer.server(f"{method} {path}", "http", parent, state, attributes) as span:
+            answer = _Status(send)
             try:
-                await self.app(scope, receive, send_status)
+                await self.app(scope, receive, answer.send)
             finally:
-                self.tracer.finish(span, status=status)
+                self.tracer.finish(span, status=answer.status)
+
+
+class _Status:
+    """An ASGI ``send`` that notes the response's status (500 until one starts). A class, not a
+    closure over a ``nonlocal``: it is made per request."""
+
+    __slots__ = ("_send", "status")
+
+    def __init__(self, send: Send) -> None:
+        self._send, self.status = send, 500
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        await self._send(message)
 
 
 class TracedRpcs(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio ships no hints
@@ -58,11 +67,17 @@ class TracedRpcs(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio sh
         if handler is None or handler.request_streaming or handler.response_streaming:
             return handler
         behaviour, tracer, method = handler.unary_unary, self.tracer, details.method
-        carrier = [(key, value) for key, value in details.invocation_metadata or () if key in HEADERS]
-        attributes = {"rpc.system": "grpc", "rpc.method": method}
+        parent = state = None
+        for key, value in details.invocation_metadata or ():
+            if key == "traceparent":
+                parent = value
+            elif key == "tracestate":
+                state = value
+        name = method.lstrip("/")
 
         async def traced(request: Any, context: Any) -> Any:
-            with tracer.server(method.lstrip("/"), "grpc", carrier, attributes) as span:
+            attributes = {"rpc.system": "grpc", "rpc.method": method}
+            with tracer.server(name, "grpc", parent, state, attributes) as span:
                 try:
                     answer = await behaviour(request, context)
                 except BaseException:
