@@ -22,6 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
@@ -89,6 +90,7 @@ class Sink:
             while len(self._queue) >= self.max_batch:
                 self._send_batch()
             self._warn()
+        self._trim()
         self.flush()
 
     def _trim(self) -> None:
@@ -122,28 +124,30 @@ class Sink:
             self._warned_at, self._warned = now, self.dropped
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where and how an OTLP exporter sends: the ``OTEL_EXPORTER_OTLP_*`` variables' values."""
+
+    endpoint: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 10.0  # seconds, as OpenTelemetry's Python exporters read OTEL_EXPORTER_OTLP_TIMEOUT
+    compression: str = ""  # or gzip
+
+
 class OtlpHttp:
     """OTLP/HTTP with protobuf bodies: one ``POST`` per batch on a kept-alive connection (made again
     after an error)."""
 
-    def __init__(
-        self,
-        encoder: Encoder,
-        endpoint: str,
-        headers: Mapping[str, str],
-        timeout: float,
-        compression: str = "",
-        context: ssl.SSLContext | None = None,
-    ) -> None:
-        parts = urlsplit(endpoint)
+    def __init__(self, encoder: Encoder, to: Destination, context: ssl.SSLContext | None = None) -> None:
+        parts = urlsplit(to.endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"OTLP endpoint {endpoint!r}: an http:// or https:// URL")
-        self.encoder, self.timeout, self.compression = encoder, timeout, compression
+            raise ValueError(f"OTLP endpoint {to.endpoint!r}: an http:// or https:// URL")
+        self.encoder, self.timeout, self.compression = encoder, to.timeout, to.compression
         self.secure, self.context = parts.scheme == "https", context
         self.host, self.port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.headers = {**headers, "Content-Type": "application/x-protobuf"}
-        if compression == "gzip":
+        self.headers = {**to.headers, "Content-Type": "application/x-protobuf"}
+        if to.compression == "gzip":
             self.headers["Content-Encoding"] = "gzip"
         self._connection: http.client.HTTPConnection | None = None
 
@@ -183,29 +187,27 @@ class OtlpGrpc:
     def __init__(
         self,
         encoder: Encoder,
-        endpoint: str,
-        headers: Mapping[str, str],
-        timeout: float,
-        compression: str = "",
+        to: Destination,
         insecure: bool | None = None,
         certificate: bytes | None = None,
     ) -> None:
         import grpc  # only for this exporter
 
+        endpoint = to.endpoint
         parts = urlsplit(endpoint if "://" in endpoint else f"//{endpoint}")
         if not parts.hostname:
             raise ValueError(f"OTLP endpoint {endpoint!r}: host:port or a URL")
         target = f"{parts.hostname}:{parts.port or 4317}"
         # the OpenTelemetry exporter's rule: the scheme decides; without one, secure unless told
         plain = parts.scheme == "http" if parts.scheme in ("http", "https") else bool(insecure)
-        gzipped = grpc.Compression.Gzip if compression == "gzip" else None
+        gzipped = grpc.Compression.Gzip if to.compression == "gzip" else None
         if plain:
             self.channel = grpc.insecure_channel(target, compression=gzipped)
         else:
             credentials = grpc.ssl_channel_credentials(certificate)
             self.channel = grpc.secure_channel(target, credentials, compression=gzipped)
-        self.encoder, self.timeout = encoder, timeout
-        self.metadata = tuple((key.lower(), value) for key, value in headers.items())
+        self.encoder, self.timeout = encoder, to.timeout
+        self.metadata = tuple((key.lower(), value) for key, value in to.headers.items())
         self._export = self.channel.unary_unary(GRPC_EXPORT)  # bytes in, bytes out
 
     def send(self, items: list[Any]) -> None:
@@ -288,17 +290,22 @@ def otlp(environ: Mapping[str, str], encoder: Encoder) -> Exporter:
         ).strip()
 
     protocol = setting("PROTOCOL") or "http/protobuf"
-    headers = _headers(setting("HEADERS"))
-    timeout = float(setting("TIMEOUT") or 10)  # seconds, as OpenTelemetry's Python exporters read it
     compression = setting("COMPRESSION").lower()
     if compression not in ("", "none", "gzip"):
         raise ValueError(f"OTLP compression {compression!r}: gzip or none")
+
+    def destination(endpoint: str) -> Destination:
+        return Destination(
+            endpoint, _headers(setting("HEADERS")), float(setting("TIMEOUT") or 10), compression
+        )
+
     certificate = setting("CERTIFICATE")
     if protocol == "grpc":
-        endpoint = setting("ENDPOINT") or "http://localhost:4317"
         insecure = setting("INSECURE").lower()
         cert = Path(certificate).read_bytes() if certificate else None
-        return OtlpGrpc(encoder, endpoint, headers, timeout, compression, _flag(insecure), cert)
+        return OtlpGrpc(
+            encoder, destination(setting("ENDPOINT") or "http://localhost:4317"), _flag(insecure), cert
+        )
     if protocol == "http/protobuf":
         endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
         if not endpoint:  # the generic endpoint is a base: the signal's path goes after it
@@ -309,7 +316,7 @@ def otlp(environ: Mapping[str, str], encoder: Encoder) -> Exporter:
             context = ssl.create_default_context(cafile=certificate or None)
             if setting("CLIENT_CERTIFICATE"):
                 context.load_cert_chain(setting("CLIENT_CERTIFICATE"), setting("CLIENT_KEY") or None)
-        return OtlpHttp(encoder, endpoint, headers, timeout, compression, context)
+        return OtlpHttp(encoder, destination(endpoint), context)
     raise ValueError(f"OTLP protocol {protocol!r}: inferd exports traces over http/protobuf or grpc")
 
 

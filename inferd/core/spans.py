@@ -15,7 +15,7 @@ import random
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any
 
@@ -72,7 +72,8 @@ class Span:
         self.sinks, self.name, self.kind, self.sampled = sinks, name, kind, sampled
         self.trace_id, self.parent_id, self.span_id = trace_id, parent_id, _new_id(8)
         self.trace_state, self.attributes, self.root = trace_state, attributes, root or self
-        self.start_ns, self._token = time.time_ns(), None
+        self.start_ns = time.time_ns()
+        self._token: Token[Span | None] | None = None
 
     def child(self, name: str, kind: int = INTERNAL, attributes: dict[str, Any] | None = None) -> Span:
         """A span under this one, in the same trace and request, sharing its sampling decision."""
