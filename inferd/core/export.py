@@ -229,7 +229,7 @@ def as_json(span: Span) -> str:
         "trace_id": span.trace_id.hex(),
         "span_id": span.span_id.hex(),
         "parent_id": span.parent_id.hex() or None,
-        "kind": ("INTERNAL", "SERVER", "CLIENT")[span.kind - 1],
+        "kind": ("INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")[span.kind - 1],
         "start_time_unix_nano": span.start_ns,
         "end_time_unix_nano": span.end_ns,
         "attributes": span.attributes or {},

@@ -5,7 +5,7 @@ ExportTraceServiceRequest: opentelemetry/proto/trace/v1/trace.proto and its neig
 Why by hand: building SDK objects and then protobuf messages cost tens of microseconds a span, paid
 on a 2-core machine against the requests themselves. Here a span is a few byte strings joined, and
 what repeats from span to span (names, attributes such as the route or the protocol) is encoded once
-and kept. tests/server/test_otlp.py reads the bytes back with opentelemetry-proto's own classes.
+and kept. tests/core/test_spans.py reads the bytes back with opentelemetry-proto's own classes.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from typing import Any
 from inferd.core.spans import Span
 
 _double = struct.Struct("<d").pack
-_times = struct.Struct("<BQBQ").pack  # Span fields 7 and 8 (fixed64): start and end
 _fixed64 = struct.Struct("<BQ").pack
-_KINDS = [bytes((0x30, kind)) for kind in range(6)]  # Span field 6, the kind
+# A span's fixed-size fields, each after its tag: trace_id (1), span_id (2), [parent_span_id (4),]
+# kind (6), start and end times (7 and 8, fixed64)
+_ROOT = struct.Struct("<2s16s2s8sBBBQBQ").pack
+_CHILD = struct.Struct("<2s16s2s8s2s8sBBBQBQ").pack
+_TRACE, _SPAN, _PARENT = b"\x0a\x10", b"\x12\x08", b"\x22\x08"
 
 
 def varint(value: int) -> bytes:
@@ -71,19 +74,42 @@ class Encoder:
         self._sets: dict[tuple[tuple[tuple[str, Any], ...], tuple[type, ...]], bytes] = {}
 
     def span(self, span: Span) -> bytes:
-        """One span as a ``ScopeSpans.spans`` field (number 2)."""
+        """One span as a ``ScopeSpans.spans`` field (number 2): the fixed-size fields in one
+        ``struct.pack`` (a message's fields may come in any order), then the name and the rest."""
         name = self._names.get(span.name)
         if name is None:
             _bound(self._names)
             name = self._names[span.name] = field(5, span.name.encode())
-        parts = [b"\x0a\x10", span.trace_id, b"\x12\x08", span.span_id]
+        if span.parent_id:
+            fixed = _CHILD(
+                _TRACE, span.trace_id, _SPAN, span.span_id, _PARENT, span.parent_id,
+                0x30, span.kind, 0x39, span.start_ns, 0x41, span.end_ns,
+            )  # fmt: skip
+        else:
+            fixed = _ROOT(
+                _TRACE,
+                span.trace_id,
+                _SPAN,
+                span.span_id,
+                0x30,
+                span.kind,
+                0x39,
+                span.start_ns,
+                0x41,
+                span.end_ns,
+            )
+        if span.attributes:
+            name += self._attributes(span.attributes)
+        if span.trace_state or span.status or span.events or span.links:
+            name += self._rare(span)
+        size = len(fixed) + len(name)
+        return (_PREFIXES[size] if size < _PREFIXED else b"\x12" + varint(size)) + fixed + name
+
+    def _rare(self, span: Span) -> bytes:
+        """What few spans have: a trace state, events, links, an error status."""
+        parts = []
         if span.trace_state:
             parts.append(field(3, span.trace_state.encode()))
-        if span.parent_id:
-            parts += (b"\x22\x08", span.parent_id)
-        parts += (name, _KINDS[span.kind], _times(0x39, span.start_ns, 0x41, span.end_ns))
-        if span.attributes:
-            parts.append(self._attributes(span.attributes))
         if span.events:
             parts += (field(11, self._event(*event)) for event in span.events)
         if span.links:
@@ -91,13 +117,7 @@ class Encoder:
         if span.status:
             status = field(2, span.status_message.encode()) if span.status_message else b""
             parts.append(field(15, status + b"\x18" + bytes((span.status,))))
-        payload = b"".join(parts)
-        size = len(payload)
-        if size < 0x80:
-            return b"\x12" + bytes((size,)) + payload
-        if size < 0x4000:
-            return b"\x12" + bytes(((size & 0x7F) | 0x80, size >> 7)) + payload
-        return field(2, payload)
+        return b"".join(parts)
 
     def request(self, spans: Iterable[bytes]) -> bytes:
         """An ``ExportTraceServiceRequest`` of encoded spans (`span`'s results)."""
@@ -128,6 +148,8 @@ class Encoder:
         return b"\x0a\x10" + trace_id + b"\x12\x08" + span_id + state
 
 
+_PREFIXED = 4096  # spans shorter than this (nearly all) take their field's tag and length from a table
+_PREFIXES = [b"\x12" + varint(size) for size in range(_PREFIXED)]
 CACHE_LIMIT = 4096  # entries per cache; cleared when full (routes with ids in them would grow it)
 
 

@@ -19,30 +19,36 @@ from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any
 
-INTERNAL, SERVER, CLIENT = 1, 2, 3  # OTLP's SpanKind numbers
+INTERNAL, SERVER, CLIENT, PRODUCER, CONSUMER = 1, 2, 3, 4, 5  # OTLP's SpanKind numbers
 UNSET, OK, ERROR = 0, 1, 2  # OTLP's StatusCode numbers
 
 #: Where finished, sampled spans go (`inferd.core.export.Sink`'s queue); set when tracing is configured.
 Sinks = tuple[Callable[["Span"], None], ...]
 
-_new_id = random.randbytes  # not secret, only unique: far cheaper than os.urandom per span
+# Ids need to be unique, not secret: the Mersenne Twister's bits, far cheaper than os.urandom per span
+# (random reseeds itself in a forked child). Bound once: every name looked up costs on the request path.
+_bits = random.getrandbits
+_now = time.time_ns
 
 
 class Span:
     """One span. ``with span:`` makes it current and ends it (recording an exception, if any);
-    ``span.end()`` ends one that never was current. ``root`` is the span of the request it serves in
-    this process (the one that gets the model's name, and that batches link to). What few spans have
-    (links, events, an error status) lives in the instance's dict, made only when one is set."""
+    ``span.end()`` ends one that never was current. `root` is the span of the request it serves in
+    this process (the one that gets the model's name, and that batches link to); a span holds it in
+    ``above``, None in the request's span itself: a reference to itself would be a cycle, which only
+    the garbage collector frees, and full collections of a server's heap cost every request. What
+    few spans have (links, events, an error status) lives in the instance's dict, made only when one
+    is set."""
 
     __slots__ = (
         "__dict__",
         "_token",
+        "above",
         "attributes",
         "end_ns",
         "kind",
         "name",
         "parent_id",
-        "root",
         "sampled",
         "sinks",
         "span_id",
@@ -67,12 +73,12 @@ class Span:
         kind: int = INTERNAL,
         attributes: dict[str, Any] | None = None,
         trace_state: str = "",
-        root: Span | None = None,
+        above: Span | None = None,
     ) -> None:
         self.sinks, self.name, self.kind, self.sampled = sinks, name, kind, sampled
-        self.trace_id, self.parent_id, self.span_id = trace_id, parent_id, _new_id(8)
-        self.trace_state, self.attributes, self.root = trace_state, attributes, root or self
-        self.start_ns = time.time_ns()
+        self.trace_id, self.parent_id, self.span_id = trace_id, parent_id, _bits(64).to_bytes(8, "little")
+        self.trace_state, self.attributes, self.above = trace_state, attributes, above
+        self.start_ns, self.end_ns = _now(), 0
         self._token: Token[Span | None] | None = None
 
     def child(self, name: str, kind: int = INTERNAL, attributes: dict[str, Any] | None = None) -> Span:
@@ -86,8 +92,13 @@ class Span:
             kind,
             attributes,
             self.trace_state,
-            self.root,
+            self.above or self,
         )
+
+    @property
+    def root(self) -> Span:
+        """The span of the request this one serves in this process."""
+        return self.above or self
 
     def set(self, key: str, value: Any) -> None:
         """Set one attribute (a str, bool, int or float)."""
@@ -109,8 +120,9 @@ class Span:
         self.events = [*(self.events or ()), (time.time_ns(), "exception", description)]
         self.fail(f"{type(exc).__name__}: {exc}")
 
-    def end(self) -> None:
-        self.end_ns = time.time_ns()
+    def end(self, at: int | None = None) -> None:
+        """End the span now (or ``at``, in ns since the epoch) and hand it to the sinks if sampled."""
+        self.end_ns = at or _now()
         if self.sampled:
             for sink in self.sinks:
                 sink(self)
@@ -200,7 +212,7 @@ class Sampler:
                 raise ValueError(f"OTEL_TRACES_SAMPLER_ARG={argument!r}: a ratio from 0 to 1") from None
         elif root == "always_off":
             ratio = 0.0
-        self.bound = round(ratio * 2**64)
+        self.bound = round(ratio * _ALL)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Sampler:
@@ -210,8 +222,16 @@ class Sampler:
     def sampled(self, trace_id: bytes, parent: Remote | None) -> bool:
         if parent is not None and self.parent_based:
             return parent.sampled
-        return int.from_bytes(trace_id[8:], "big") < self.bound
+        return self.root(trace_id)
+
+    def root(self, trace_id: bytes) -> bool:
+        """Whether a new trace is sampled."""
+        bound = self.bound
+        return bound == _ALL or (bound != 0 and int.from_bytes(trace_id[8:], "big") < bound)
+
+
+_ALL = 2**64
 
 
 def new_trace_id() -> bytes:
-    return _new_id(16)
+    return _bits(128).to_bytes(16, "little")

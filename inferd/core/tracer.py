@@ -24,6 +24,7 @@ from inferd.core.spans import (
     ERROR,
     INTERNAL,
     SERVER,
+    Remote,
     Sampler,
     Sinks,
     Span,
@@ -69,26 +70,37 @@ class SpanTracer:
         attributes: dict[str, Any],
     ) -> Span:
         attributes["inferd.protocol"] = protocol
-        parent = remote(traceparent, tracestate)
+        if traceparent is None:  # the common case, in fewer steps
+            trace_id = new_trace_id()
+            return Span(self.sinks, name, trace_id, b"", self.sampler.root(trace_id), SERVER, attributes)
+        return self.start(name, SERVER, attributes, remote(traceparent, tracestate))
+
+    def start(
+        self,
+        name: str,
+        kind: int = INTERNAL,
+        attributes: dict[str, Any] | None = None,
+        parent: Remote | None = None,
+    ) -> Span:
+        """The first span of a trace in this process: a child of the caller's, or a new trace's root."""
         if parent is None:
             trace_id = new_trace_id()
-            return Span(
-                self.sinks, name, trace_id, b"", self.sampler.sampled(trace_id, None), SERVER, attributes
-            )
+            return Span(self.sinks, name, trace_id, b"", self.sampler.root(trace_id), kind, attributes)
         sampled = self.sampler.sampled(parent.trace_id, parent)
         return Span(
-            self.sinks, name, parent.trace_id, parent.span_id, sampled, SERVER, attributes, parent.trace_state
+            self.sinks, name, parent.trace_id, parent.span_id, sampled, kind, attributes, parent.trace_state
         )
 
     def finish(self, span: Span, status: int | None = None, grpc_code: str | None = None) -> None:
-        if not span.sampled:
+        attributes = span.attributes
+        if not span.sampled or attributes is None:  # (a request span always has attributes)
             return
         if status is not None:
-            span.set("http.response.status_code", status)
+            attributes["http.response.status_code"] = status
             if status >= 500:
                 span.status = ERROR
         if grpc_code is not None:
-            span.set("rpc.grpc.status_code", grpc_code)
+            attributes["rpc.grpc.status_code"] = grpc_code
             if grpc_code not in _CALLER_CODES:
                 span.fail(grpc_code)
 
@@ -109,8 +121,18 @@ class SpanTracer:
         parent = current.get()
         if parent is None:
             span = self._start(name)
-        elif parent.sampled:
-            span = parent.child(name)
+        elif parent.sampled:  # parent.child(name), one call fewer on every request
+            span = Span(
+                parent.sinks,
+                name,
+                parent.trace_id,
+                parent.span_id,
+                True,
+                INTERNAL,
+                None,
+                parent.trace_state,
+                parent.above or parent,
+            )
         else:
             return work(*args)
         try:
@@ -146,15 +168,7 @@ class SpanTracer:
             links.append((request.trace_id, request.span_id, request.trace_state))
         attributes = {"inferd.batch.requests": len(waiting), "inferd.batch.size": size}
         # a root of its own: it serves several requests, each linked, none its parent
-        trace_id = new_trace_id()
-        span = Span(
-            self.sinks,
-            "inferd.batch",
-            trace_id,
-            b"",
-            self.sampler.sampled(trace_id, None),
-            attributes=attributes,
-        )
+        span = self.start("inferd.batch", INTERNAL, attributes)
         span.links = links
         return span
 
@@ -168,5 +182,4 @@ class SpanTracer:
         parent = current.get()
         if parent is not None:
             return parent.child(name, kind, attributes)
-        trace_id = new_trace_id()
-        return Span(self.sinks, name, trace_id, b"", self.sampler.sampled(trace_id, None), kind, attributes)
+        return self.start(name, kind, attributes)

@@ -1,5 +1,6 @@
 """Distributed tracing's one switch: ``tracer`` is None (tracing off, the default) or the process's
-`Tracer`, which `configure` loads from `inferd.core.tracer` (inferd's own spans, exported over OTLP).
+`Tracer`, which `configure` loads from `inferd.core.tracer` (inferd's own spans, exported over OTLP
+without the OpenTelemetry SDK).
 Code on the request path checks ``tracing.tracer is not None`` once and does nothing more when it is
 None: with tracing off none of the tracing modules (nor anything of OpenTelemetry) is imported.
 
@@ -73,14 +74,17 @@ def wanted(setting: bool, environ: Mapping[str, str] = os.environ) -> bool:
 
 def configure(setting: bool) -> Tracer | None:
     """Turn tracing on in this process when `wanted` (once: the tracer is kept); the tracing modules
-    are imported only then, and a missing extra is a clear error."""
+    are imported only then. With the OpenTelemetry API installed (the ``tracing`` extra), the spans a
+    model makes with it join inferd's (`inferd.core.otel`)."""
     global tracer
     if tracer is None and wanted(setting):
+        made = importlib.import_module("inferd.core.tracer").SpanTracer.from_environment()
         try:
-            spans = importlib.import_module("inferd.core.tracer")
-        except ImportError as exc:
-            raise RuntimeError(
-                f"tracing needs the tracing extra: pip install 'inferd[tracing]' ({exc})"
-            ) from None
-        tracer = spans.SpanTracer.from_environment()
+            bridge = importlib.import_module("inferd.core.otel")
+        except ModuleNotFoundError as exc:  # no OpenTelemetry API: no model code can make spans with it
+            if not (exc.name or "").startswith("opentelemetry"):
+                raise
+        else:
+            bridge.install(made)
+        tracer = made
     return tracer

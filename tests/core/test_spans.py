@@ -1,18 +1,23 @@
 """inferd's own spans without a server: W3C ``traceparent`` in and out, the samplers, the hand-written
-OTLP encoder read back by opentelemetry-proto's own classes, and the export queue's bound. The
-exporters send to real receivers on loopback (tests/otlp.py), over HTTP and gRPC."""
+OTLP encoder read back by opentelemetry-proto's own classes, the export queue's bound, and spans made
+with the OpenTelemetry API. The exporters send to real receivers on loopback (tests/otlp.py), over
+HTTP and gRPC."""
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanMessage
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
+from opentelemetry.trace import StatusCode
 
 from inferd.core import export
+from inferd.core.otel import ApiSpan, ApiTracer
 from inferd.core.otlp import Encoder
 from inferd.core.spans import CLIENT, SERVER, Sampler, Span, current, remote
 from inferd.core.tracer import SpanTracer
@@ -267,3 +272,32 @@ def test_exporters_and_protocols_outside_what_inferd_speaks_are_refused() -> Non
         export.otlp({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, Encoder({}, "inferd", "1"))
     with pytest.raises(ValueError, match="OTEL_PROPAGATORS"):
         SpanTracer.from_environment({"OTEL_PROPAGATORS": "b3", "OTEL_TRACES_EXPORTER": "none"})
+
+
+def test_spans_made_with_the_opentelemetry_api_join_the_request() -> None:
+    tracer, spans = collected()
+    api = ApiTracer(tracer)
+    with (
+        tracer.server("POST /x", "http", f"00-{TRACE}-{PARENT}-01", None, {}),
+        tracer.span("inferd.model") as model,
+        api.start_as_current_span("user.work", attributes={"rows": 3, "tags": ("a", "b")}) as work,
+    ):
+        assert trace.get_current_span() is work
+        with api.start_as_current_span("user.inner"):
+            pass
+        work.add_event("checkpoint", {"n": 1})
+        work.set_status(StatusCode.ERROR, "bad rows")
+
+    @api.start_as_current_span("user.decorated")
+    async def decorated() -> trace.Span:
+        return trace.get_current_span()
+
+    assert isinstance(asyncio.run(decorated()), ApiSpan)
+    by_name = {span.name: span for span in spans}
+    inner, outer = by_name["user.inner"], by_name["user.work"]
+    assert {span.trace_id.hex() for span in (inner, outer, model)} == {TRACE}
+    assert (inner.parent_id, outer.parent_id) == (outer.span_id, model.span_id)
+    assert outer.attributes == {"rows": 3, "tags": ["a", "b"]}
+    assert (outer.status, outer.status_message) == (2, "bad rows")
+    assert [(name, attributes) for _, name, attributes in outer.events or ()] == [("checkpoint", {"n": 1})]
+    assert by_name["user.decorated"].parent_id == b""  # outside any request: a trace of its own
