@@ -67,33 +67,25 @@ class ApiTracer(trace.Tracer):
             span = self.tracer.start(name, kind.value + 1, values, _remote(found.get_span_context()))
         if start_time:
             span.start_ns = start_time
-        made = ApiSpan(span)
+        made = ApiSpan(span, record_exception, set_status_on_exception)
         for link in links or ():
             made.add_link(link.context, link.attributes)
         return made
 
     @_agnosticcontextmanager  # what the API's own tracers use: a decorator of async functions too
     def start_as_current_span(
-        self,
-        name: str,
-        context: otel_context.Context | None = None,
-        kind: SpanKind = SpanKind.INTERNAL,
-        attributes: Attributes = None,
-        links: Sequence[Link] | None = None,
-        start_time: int | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
-        end_on_exit: bool = True,
+        self, name: str, *args: Any, end_on_exit: bool = True, **kwargs: Any
     ) -> Iterator[trace.Span]:
-        made = self.start_span(name, context, kind, attributes, links, start_time)
+        """`start_span`'s span (same arguments), current in inferd and in OpenTelemetry's context."""
+        made = self.start_span(name, *args, **kwargs)
         ours = current.set(made.span)
         theirs = otel_context.attach(trace.set_span_in_context(made))
         try:
             yield made
         except BaseException as exc:
-            if record_exception:
+            if made.on_exception[0]:
                 made.record_exception(exc)
-            if set_status_on_exception:
+            if made.on_exception[1]:
                 made.span.fail(f"{type(exc).__name__}: {exc}")
             raise
         finally:
@@ -106,8 +98,12 @@ class ApiTracer(trace.Tracer):
 class ApiSpan(trace.Span):
     """An inferd span behind the API's ``Span``."""
 
-    def __init__(self, span: Span) -> None:
+    def __init__(
+        self, span: Span, record_exception: bool = True, set_status_on_exception: bool = True
+    ) -> None:
         self.span = span
+        #: What leaving `ApiTracer.start_as_current_span`'s block by an exception does: record it, set ERROR.
+        self.on_exception = record_exception, set_status_on_exception
 
     def get_span_context(self) -> SpanContext:
         span = self.span

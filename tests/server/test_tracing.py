@@ -179,7 +179,7 @@ import inferd.dialects.graph.nodes, inferd.core.batching, inferd.cli.serve
 runtime = build_runtime(Settings(target=sys.argv[1]))
 create_app(runtime)
 create_grpc_server(runtime)
-tracing = ("inferd.core.tracer", "inferd.core.spans", "inferd.core.otlp", "inferd.core.export", "inferd.core.otel")
+tracing = {"inferd.core." + name for name in ("tracer", "spans", "otlp", "export", "otel")}
 print([name for name in sys.modules if name.startswith("opentelemetry") or name in tracing])
 """
 
