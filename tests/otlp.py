@@ -1,16 +1,19 @@
-"""An OTLP/HTTP trace receiver on loopback: ``POST /v1/traces`` bodies decoded with opentelemetry-proto's
-``ExportTraceServiceRequest`` (the real protobuf the exporters send) into `Span` records."""
+"""OTLP trace receivers on loopback, over HTTP (``POST /v1/traces``) and gRPC (``TraceService/Export``):
+the bodies are decoded with opentelemetry-proto's ``ExportTraceServiceRequest`` (the real protobuf)
+into `Span` records."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -113,6 +116,29 @@ def otlp_receiver() -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def otlp_grpc_receiver() -> Iterator[Receiver]:
+    """A receiver whose ``url`` is a gRPC endpoint (``http://127.0.0.1:PORT``) answering
+    ``opentelemetry.proto.collector.trace.v1.TraceService/Export``."""
+    receiver = Receiver()
+
+    def export(body: bytes, context: Any) -> bytes:
+        receiver.add(body)
+        return bytes(ExportTraceServiceResponse().SerializeToString())
+
+    server = grpc.server(ThreadPoolExecutor(2))
+    service = "opentelemetry.proto.collector.trace.v1.TraceService"
+    handler = grpc.unary_unary_rpc_method_handler(export)  # no (de)serializers: bytes in and out
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, {"Export": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    receiver.url = f"http://127.0.0.1:{port}"
+    try:
+        yield receiver
+    finally:
+        server.stop(None)
 
 
 def otel_env(receiver: Receiver, service: str) -> dict[str, str]:

@@ -191,7 +191,7 @@ class ServerSettings(DialectSettings, BaseSettings):
 
     Seldon's ``--tracing`` is this option. ``OTEL_TRACES_EXPORTER`` (not ``none``) or
     ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` set turns tracing on too, ``OTEL_SDK_DISABLED=true`` keeps
-    it off. Needs the ``tracing`` extra; see docs/observability.md for the variables and spans."""
+    it off. See docs/observability.md for the variables and spans."""
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     """Minimum level of the JSON log lines written to stderr."""

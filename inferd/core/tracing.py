@@ -1,7 +1,8 @@
 """Distributed tracing's one switch: ``tracer`` is None (tracing off, the default) or the process's
-`Tracer`, which `configure` loads from `inferd.core.otel` (the OpenTelemetry SDK, the ``tracing``
-extra). Code on the request path checks ``tracing.tracer is not None`` once and does nothing more when
-it is None: with tracing off nothing of OpenTelemetry is imported.
+`Tracer`, which `configure` loads from `inferd.core.tracer` (inferd's own spans, exported over OTLP
+without the OpenTelemetry SDK).
+Code on the request path checks ``tracing.tracer is not None`` once and does nothing more when it is
+None: with tracing off none of the tracing modules (nor anything of OpenTelemetry) is imported.
 
 Tracing is on when the ``tracing`` setting is (``--tracing``, ``INFERD_TRACING=true``), or when the
 environment asks for traces the standard way: ``OTEL_TRACES_EXPORTER`` set to an exporter (not
@@ -13,25 +14,27 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
-#: The W3C trace context header (``traceparent``) and its companion.
-HEADERS = ("traceparent", "tracestate")
-
 
 class Tracer(Protocol):
-    """What the request path asks of tracing (`inferd.core.otel.OtelTracer` implements it)."""
+    """What the request path asks of tracing (`inferd.core.tracer.SpanTracer` implements it)."""
 
     def server(
-        self, name: str, protocol: str, carrier: Iterable[tuple[str, str]], attributes: Mapping[str, Any]
+        self,
+        name: str,
+        protocol: str,
+        traceparent: str | None,
+        tracestate: str | None,
+        attributes: dict[str, Any],
     ) -> AbstractContextManager[Any]:
-        """The span of one received call, a child of the caller's ``traceparent`` in ``carrier`` (the
-        request's headers or metadata), current while the block runs; the block gets a handle to pass
-        to `finish`."""
+        """The span of one received call, a child of the caller's ``traceparent`` (from the request's
+        headers or metadata), current while the block runs; the block gets a handle to pass to
+        `finish`. ``attributes`` becomes the span's own (the caller makes a new dict per call)."""
 
     def finish(self, span: Any, status: int | None = None, grpc_code: str | None = None) -> None:
         """Record a request span's outcome: its HTTP status or its gRPC status code name."""
@@ -70,15 +73,18 @@ def wanted(setting: bool, environ: Mapping[str, str] = os.environ) -> bool:
 
 
 def configure(setting: bool) -> Tracer | None:
-    """Turn tracing on in this process when `wanted` (once: the tracer is kept); the SDK is imported
-    only then, and a missing extra is a clear error."""
+    """Turn tracing on in this process when `wanted` (once: the tracer is kept); the tracing modules
+    are imported only then. With the OpenTelemetry API installed (the ``tracing`` extra), the spans a
+    model makes with it join inferd's (`inferd.core.otel`)."""
     global tracer
     if tracer is None and wanted(setting):
+        made = importlib.import_module("inferd.core.tracer").SpanTracer.from_environment()
         try:
-            otel = importlib.import_module("inferd.core.otel")
-        except ImportError as exc:
-            raise RuntimeError(
-                f"tracing needs the OpenTelemetry SDK: pip install 'inferd[tracing]' ({exc})"
-            ) from None
-        tracer = otel.OtelTracer.from_environment()
+            bridge = importlib.import_module("inferd.core.otel")
+        except ModuleNotFoundError as exc:  # no OpenTelemetry API: no model code can make spans with it
+            if not (exc.name or "").startswith("opentelemetry"):
+                raise
+        else:
+            bridge.install(made)
+        tracer = made
     return tracer

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from inferd.core.errors import Unauthenticated
-from inferd.core.tracing import HEADERS, Tracer
+from inferd.core.tracing import Tracer
 from inferd.protocols.status import status_of
 from inferd.server.auth import Tokens
 
@@ -68,11 +68,17 @@ class TracedRpcs(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio sh
         if handler is None or handler.request_streaming or handler.response_streaming:
             return handler
         behaviour, tracer, method = handler.unary_unary, self.tracer, details.method
-        carrier = [(key, value) for key, value in details.invocation_metadata or () if key in HEADERS]
+        parent = state = None
+        for key, value in details.invocation_metadata or ():
+            if key == "traceparent":
+                parent = value
+            elif key == "tracestate":
+                state = value
+        name = method.lstrip("/")
         attributes = {"rpc.system": "grpc", "rpc.method": method}
 
         async def traced(request: Any, context: Any) -> Any:
-            with tracer.server(method.lstrip("/"), "grpc", carrier, attributes) as span:
+            with tracer.server(name, "grpc", parent, state, attributes) as span:
                 try:
                     answer = await behaviour(request, context)
                 except BaseException:

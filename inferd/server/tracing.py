@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from inferd.core.tracing import HEADERS, Tracer
-
-_HEADER_KEYS = tuple(name.encode() for name in HEADERS)
+from inferd.core.tracing import Tracer
 
 
 class TracedRequests:
@@ -24,20 +22,31 @@ class TracedRequests:
             await self.app(scope, receive, send)
             return
         method, path = scope["method"], scope["path"]
-        carrier = [
-            (key.decode(), value.decode("latin-1")) for key, value in scope["headers"] if key in _HEADER_KEYS
-        ]
+        parent = state = None
+        for key, value in scope["headers"]:
+            if key == b"traceparent":
+                parent = value.decode("latin-1")
+            elif key == b"tracestate":
+                state = value.decode("latin-1")
         attributes = {"http.request.method": method, "url.path": path}
-        with self.tracer.server(f"{method} {path}", "http", carrier, attributes) as span:
-            status = 500
-
-            async def send_status(message: Message) -> None:
-                nonlocal status
-                if message["type"] == "http.response.start":
-                    status = message["status"]
-                await send(message)
-
+        with self.tracer.server(f"{method} {path}", "http", parent, state, attributes) as span:
+            answer = _Status(send)
             try:
-                await self.app(scope, receive, send_status)
+                await self.app(scope, receive, answer.send)
             finally:
-                self.tracer.finish(span, status=status)
+                self.tracer.finish(span, status=answer.status)
+
+
+class _Status:
+    """An ASGI ``send`` that notes the response's status (500 until one starts). A class, not a
+    closure over a ``nonlocal``: it is made per request."""
+
+    __slots__ = ("_send", "status")
+
+    def __init__(self, send: Send) -> None:
+        self._send, self.status = send, 500
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        await self._send(message)

@@ -179,7 +179,8 @@ import inferd.dialects.graph.nodes, inferd.core.batching, inferd.cli.serve
 runtime = build_runtime(Settings(target=sys.argv[1]))
 create_app(runtime)
 create_grpc_server(runtime)
-print([name for name in sys.modules if name.startswith("opentelemetry") or name == "inferd.core.otel"])
+tracing = {"inferd.core." + name for name in ("tracer", "spans", "otlp", "export", "otel")}
+print([name for name in sys.modules if name.startswith("opentelemetry") or name in tracing])
 """
 
 
