@@ -93,6 +93,12 @@ class Poster(Generic[T]):
         if queue or all(connection.waiting for connection in self.open):
             self.grow()
 
+    def wake(self) -> None:
+        """Room was made on a connection: write what waits for it, this turn."""
+        if self.queue and not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self.flush)
+
     def grow(self) -> None:
         if self.closed or len(self.open) + len(self.connecting) >= self.connections:
             return
@@ -138,9 +144,8 @@ class Poster(Generic[T]):
         if connection in self.open:
             self.open.remove(connection)
         self.queue.extendleft(reversed(list(unread)))
-        if self.queue and not self.closed and not self.scheduled:
-            self.scheduled = True
-            self.loop.call_soon(self.flush)
+        if not self.closed:
+            self.wake()
 
     def close(self) -> list[T]:
         """Stop at once: abort the connections; returns the tags neither answered nor failed."""
@@ -277,9 +282,12 @@ class _Connection(asyncio.Protocol, Generic[T]):
         if not self.waiting:
             self.abort("the sink answered a request it was not sent")
             return
-        self.poster.answered(self.waiting.popleft(), status)
+        poster = self.poster
+        poster.answered(self.waiting.popleft(), status)
+        if poster.queue and not poster.scheduled:
+            poster.wake()
         if not self.parser.should_keep_alive():
             self.closing = True
-            self.poster.lost(self, ())  # out of the open list now; its unread requests follow
+            poster.lost(self, ())  # out of the open list now; its unread requests follow
             if self.transport is not None:
                 self.transport.close()
