@@ -196,7 +196,7 @@ class _Connection(asyncio.Protocol, Generic[T]):
         self.parser = httptools.HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
         self.waiting: deque[T] = deque()
-        self.status = 0  # of the answer being read; 0 before its head
+        self.status = 0  # of the answer being read; 0 until its head was read
         self.closing = False  # the peer said it closes: nothing more is written
         self.reason = "the sink closed the connection"
         self.progress = 0.0  # when the peer was last heard from (or the first request written)
@@ -268,9 +268,6 @@ class _Connection(asyncio.Protocol, Generic[T]):
         poster.lost(self, unread)
 
     # httptools callbacks
-    def on_message_begin(self) -> None:
-        self.status = 0
-
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
 
