@@ -5,8 +5,9 @@ Serves ``examples/iris`` from this checkout (one worker, no gRPC) twice: without
 with ``INFERD_PAYLOAD_LOG_URL`` pointing at a CloudEvents sink on loopback (a bare ASGI app on
 uvicorn in a process of its own, answering 202 and counting the events). Loads each with wrk
 (``bench/v2_iris.lua``), a warm-up then a measured run, alternating rounds between the two so that
-load from other processes hits both alike. Prints req/s and p99 of each, the events the sink got
-and the events inferd dropped, and the ratio with PASS or FAIL.
+load from other processes hits both alike. Prints req/s and p99 of each, the CPU time inferd and
+the sink spent per request (inferd's own cost, and what the sink takes from the shared cores), the
+events the sink got and the events inferd dropped, and the ratio with PASS or FAIL.
 
     .venv/bin/python bench/payload_logging_overhead.py [--rounds 3] [--duration 10] [--concurrency 16]
 """
@@ -67,7 +68,7 @@ def run_sink(port: int) -> None:
 
 
 @contextmanager
-def sink() -> Iterator[str]:
+def sink() -> Iterator[tuple[str, int]]:
     port = free_port()
     process = subprocess.Popen([sys.executable, __file__, "--sink", str(port)], cwd=ROOT)
     url = f"http://127.0.0.1:{port}/"
@@ -78,14 +79,20 @@ def sink() -> Iterator[str]:
                 break
             except httpx.TransportError:
                 subprocess.run(["sleep", "0.1"], check=True)
-        yield url
+        yield url, process.pid
     finally:
         process.terminate()
         process.wait(timeout=30)
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def served(env: dict[str, str]) -> Iterator[str]:
+def served(env: dict[str, str]) -> Iterator[tuple[str, int]]:
     command = [sys.executable, "-m", "inferd", "serve", "examples/iris", "--port", "0", "--no-grpc"]
     environment = {**os.environ, "INFERD_LOG_LEVEL": "warning", **env}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=environment)
@@ -94,7 +101,7 @@ def served(env: dict[str, str]) -> Iterator[str]:
         for line in process.stdout:
             match = READY.search(line)
             if match:
-                yield match.group(1)
+                yield match.group(1), process.pid
                 return
         raise SystemExit(f"inferd exited with {process.wait()} before it was ready")
     finally:
@@ -145,19 +152,27 @@ def main() -> None:
         run_sink(args.sink)
         return
     results: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
-    with sink() as sink_url:
+    with sink() as (sink_url, sink_pid):
         for round_ in range(args.rounds):
             for name, env in (("off", {}), ("on", {"INFERD_PAYLOAD_LOG_URL": sink_url})):
-                with served(env) as url:
+                with served(env) as (url, pid):
                     wrk(url, args.concurrency, args.warmup)
-                    before = int(httpx.get(sink_url).text)
+                    before, cpu_before, sink_before = (
+                        int(httpx.get(sink_url).text),
+                        cpu_seconds(pid),
+                        cpu_seconds(sink_pid),
+                    )
                     result = wrk(url, args.concurrency, args.duration)
+                    result["cpu_us"] = (cpu_seconds(pid) - cpu_before) / result["requests"] * 1e6
+                    result["sink_us"] = (cpu_seconds(sink_pid) - sink_before) / result["requests"] * 1e6
                     result["events"] = int(httpx.get(sink_url).text) - before
                     result["dropped"] = dropped(url) if name == "on" else 0
                     results[name].append(result)
                     print(
                         f"round {round_ + 1} {name:>3}: {result['rps']:8.0f} req/s  p99 "
-                        f"{result['p99_us'] / 1000:6.2f} ms  events {result['events']:7d}  "
+                        f"{result['p99_us'] / 1000:6.2f} ms  CPU us/req inferd {result['cpu_us']:4.0f} "
+                        f"sink {result['sink_us']:3.0f}  "
+                        f"events {result['events']:7d}  "
                         f"dropped (whole run) {result['dropped']:.0f}",
                         flush=True,
                     )
@@ -165,6 +180,9 @@ def main() -> None:
     on = statistics.median(r["rps"] for r in results["on"])
     ratio = on / off
     verdict = "PASS" if ratio >= TARGET else "FAIL"
+    cpu_off = statistics.median(r["cpu_us"] for r in results["off"])
+    cpu_on = statistics.median(r["cpu_us"] for r in results["on"])
+    print(f"median inferd CPU per request off {cpu_off:.0f} us, on {cpu_on:.0f} us: {cpu_on / cpu_off:.3f}x")
     print(f"median req/s off {off:.0f}, on {on:.0f}: ratio {ratio:.3f} (target >= {TARGET}) {verdict}")
 
 

@@ -1,12 +1,13 @@
 """Payload logging: requests and responses sent to an HTTP sink in the background.
 
 A protocol hands `PayloadLog.request` the payload it received; the log decides (the model's mode,
-the sample) whether the call is logged, queues the request event, and returns an `Exchange` to
-queue the response with, or None. Queueing is ``put_nowait`` on a bounded queue: the request path
-never waits for the sink. A few sender tasks per process drain the queue over one kept-alive HTTP
-client; what does not fit the queue is dropped, counted and warned about once per interval. How an
-event looks on the wire (KServe's CloudEvents) is the encoder's business
-(`inferd.protocols.cloudevents`), given to the log by the server.
+the sample) whether the call is logged, hands the request event to its sender, and returns an
+`Exchange` to log the response with, or None. The request path never waits for the sink: the sender
+only queues the event (`Sender.post`), and the log holds at most ``queue_size`` events not yet
+answered by the sink; what does not fit is dropped, counted and warned about once per interval. How
+an event looks on the wire (KServe's CloudEvents) and how it travels (HTTP/1.1 pipelined over a few
+kept-alive connections) is the sender's business (`inferd.protocols.cloudevents`), given to the log
+by the server.
 """
 
 from __future__ import annotations
@@ -15,16 +16,15 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from inferd.core import metrics
 from inferd.core.model_settings import model_settings
 from inferd.core.settings import ServerSettings
 
 if TYPE_CHECKING:
-    import httpx
+    from prometheus_client import Counter
 
 logger = logging.getLogger("inferd.payloads")
 
@@ -32,17 +32,14 @@ logger = logging.getLogger("inferd.payloads")
 REQUEST, RESPONSE = 1, 2
 MODES = {"all": REQUEST | RESPONSE, "request": REQUEST, "response": RESPONSE}
 KINDS = {REQUEST: "request", RESPONSE: "response"}
-#: Sender tasks per process: sends to a sink on the same network take about a millisecond, and one
-#: task at a time would cap the events at about a thousand a second.
-SENDERS = 4
 #: Seconds between two warnings about dropped events.
 WARN_EVERY = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One payload to log: ``kind`` `REQUEST` or `RESPONSE`, ``id`` shared by a call's two events,
-    ``time`` since the epoch, ``extensions`` more attributes of the event (name, value)."""
+    ``time`` since the epoch, ``extensions`` more attributes of the event (name, value). A tuple:
+    two are made per logged call, on the request path."""
 
     kind: int
     id: str
@@ -53,8 +50,19 @@ class Event:
     extensions: tuple[tuple[str, str], ...] = ()
 
 
-#: The HTTP headers of an event, its payload being the body (the wire format).
-Encoder = Callable[[Event], Mapping[str, str]]
+class Sender(Protocol):
+    """Sends a log's events to its sink and tells the log what became of each, once
+    (`PayloadLog.answered` or `PayloadLog.failed`)."""
+
+    def post(self, event: Event) -> None:
+        """Send ``event`` soon, without waiting."""
+
+    def close(self) -> list[Event]:
+        """Stop at once; returns the events neither answered nor failed."""
+
+
+#: Makes the sender of a log, on the loop serving requests, when the first event comes.
+Connect = Callable[["PayloadLog"], Sender]
 
 
 class Exchange:
@@ -70,25 +78,29 @@ class Exchange:
 
 
 class PayloadLog:
-    """The payload log of one process. ``modes(name)``: what model ``name`` logs (bits of `REQUEST`
-    and `RESPONSE`, 0 for nothing), asked once per model."""
+    """The payload log of one process, sending to ``url``. ``modes(name)``: what model ``name``
+    logs (bits of `REQUEST` and `RESPONSE`, 0 for nothing), asked once per model."""
 
     def __init__(
         self,
         url: str,
-        encode: Encoder,
+        connect: Connect,
         modes: Callable[[str], int],
         sample: float = 1.0,
         queue_size: int = 1000,
         timeout: float = 2.0,
     ) -> None:
-        self.url, self.encode, self.sample, self.timeout = url, encode, sample, timeout
+        self.url, self.sample, self.timeout = url, sample, timeout
+        self._connect = connect
         self._modes_of = modes
         self._modes: dict[str, int] = {}
         self._queue_size = queue_size
-        self._queue: asyncio.Queue[Event] | None = None
-        self._senders: list[asyncio.Task[None]] = []
-        self._client: httpx.AsyncClient | None = None
+        self._sender: Sender | None = None
+        #: Events given to the sender and not yet answered or failed.
+        self._held = 0
+        self._settled: asyncio.Future[None] | None = None  # while close() waits for _held to reach 0
+        self._accepted: dict[tuple[str, int], Counter] = {}
+        self._failures: dict[str, Counter] = {}
         self._dropped_since_warning: dict[str, int] = {}
         self._warned_at = float("-inf")
 
@@ -115,47 +127,45 @@ class PayloadLog:
         return Exchange(self, model, id) if modes & RESPONSE else None
 
     def put(self, event: Event) -> None:
-        """Queue ``event`` without waiting: dropped (and counted) when the queue is full."""
-        queue = self._queue
-        if queue is None:
-            queue = self._start()
-        try:
-            queue.put_nowait(event)
-        except asyncio.QueueFull:
+        """Send ``event`` without waiting: dropped (and counted) when the log holds its fill."""
+        if self._held >= self._queue_size:
             self._dropped(event.model, "queue_full")
-
-    def _start(self) -> asyncio.Queue[Event]:
-        """The queue and its senders, made on the first event, on the loop that serves requests."""
-        import httpx  # only when logging is on and used
-
-        self._queue = queue = asyncio.Queue[Event](self._queue_size)
-        self._client = httpx.AsyncClient(
-            timeout=self.timeout,
-            limits=httpx.Limits(max_connections=SENDERS, max_keepalive_connections=SENDERS),
-        )
-        self._senders = [asyncio.create_task(self._send_each(queue, self._client)) for _ in range(SENDERS)]
-        return queue
-
-    async def _send_each(self, queue: asyncio.Queue[Event], client: httpx.AsyncClient) -> None:
-        while True:
-            event = await queue.get()
-            try:
-                await self._send(client, event)
-            finally:
-                queue.task_done()
-
-    async def _send(self, client: httpx.AsyncClient, event: Event) -> None:
-        try:
-            answer = await client.post(self.url, content=event.body, headers=self.encode(event))
-        except Exception as exc:  # a dead or slow sink, whatever httpx says about it
-            metrics.PAYLOAD_FAILURES.labels(event.model).inc()
-            logger.debug("payload log: sending to %s failed: %r", self.url, exc)
             return
-        if 200 <= answer.status_code < 300:
-            metrics.PAYLOAD_EVENTS.labels(event.model, KINDS[event.kind]).inc()
+        sender = self._sender
+        if sender is None:
+            sender = self._sender = self._connect(self)
+        self._held += 1
+        sender.post(event)
+
+    def answered(self, event: Event, status: int) -> None:
+        """The sink answered ``event`` with ``status``: accepted when 2xx, else a failure."""
+        self._release()
+        if 200 <= status < 300:
+            counter = self._accepted.get((event.model, event.kind))
+            if counter is None:
+                counter = metrics.PAYLOAD_EVENTS.labels(event.model, KINDS[event.kind])
+                self._accepted[event.model, event.kind] = counter
+            counter.inc()
         else:
-            metrics.PAYLOAD_FAILURES.labels(event.model).inc()
-            logger.debug("payload log: %s answered %d", self.url, answer.status_code)
+            self._failed(event.model)
+            logger.debug("payload log: %s answered %d", self.url, status)
+
+    def failed(self, event: Event, reason: str) -> None:
+        """``event`` did not reach the sink, or no answer came (not retried)."""
+        self._release()
+        self._failed(event.model)
+        logger.debug("payload log: sending to %s failed: %s", self.url, reason)
+
+    def _release(self) -> None:
+        self._held -= 1
+        if self._held == 0 and self._settled is not None and not self._settled.done():
+            self._settled.set_result(None)
+
+    def _failed(self, model: str) -> None:
+        counter = self._failures.get(model)
+        if counter is None:
+            counter = self._failures[model] = metrics.PAYLOAD_FAILURES.labels(model)
+        counter.inc()
 
     def _dropped(self, model: str, reason: str, count: int = 1) -> None:
         metrics.PAYLOAD_DROPPED.labels(model, reason).inc(count)
@@ -174,30 +184,31 @@ class PayloadLog:
             since.clear()
 
     async def close(self, deadline: float | None = None) -> None:
-        """Send what is queued within ``deadline`` seconds (the send timeout by default), drop the
-        rest, and stop the senders."""
-        queue, client = self._queue, self._client
-        if queue is None or client is None:
+        """Send what is held within ``deadline`` seconds (the send timeout by default), drop the
+        rest, and stop the sender."""
+        sender = self._sender
+        if sender is None:
             return
-        try:
-            await asyncio.wait_for(queue.join(), self.timeout if deadline is None else deadline)
-        except TimeoutError:
-            pass
-        for sender in self._senders:
-            sender.cancel()
-        await asyncio.gather(*self._senders, return_exceptions=True)
+        if self._held:
+            self._settled = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(self._settled, self.timeout if deadline is None else deadline)
+            except TimeoutError:
+                pass
+            self._settled = None
+        self._drop_on_shutdown(sender.close())
+        self._sender, self._held = None, 0
+
+    def _drop_on_shutdown(self, events: Iterable[Event]) -> None:
         left: dict[str, int] = {}
-        while not queue.empty():
-            model = queue.get_nowait().model
-            left[model] = left.get(model, 0) + 1
+        for event in events:
+            left[event.model] = left.get(event.model, 0) + 1
         for model, count in left.items():
             self._dropped(model, "shutdown", count)
-        await client.aclose()
-        self._queue, self._client, self._senders = None, None, []
 
 
-def payload_log(settings: ServerSettings, encode: Encoder) -> PayloadLog | None:
-    """The payload log the settings ask for (None: off), its events encoded by ``encode``."""
+def payload_log(settings: ServerSettings, connect: Connect) -> PayloadLog | None:
+    """The payload log the settings ask for (None: off), its events sent by what ``connect`` makes."""
     if settings.payload_log_url is None or settings.payload_log_sample == 0:
         return None
 
@@ -209,7 +220,7 @@ def payload_log(settings: ServerSettings, encode: Encoder) -> PayloadLog | None:
 
     return PayloadLog(
         settings.payload_log_url,
-        encode,
+        connect,
         modes,
         settings.payload_log_sample,
         settings.payload_log_queue,

@@ -322,8 +322,9 @@ class ServerSettings(DialectSettings, BaseSettings):
     """Payload logging: the ``ce-namespace`` of the events (KServe's InferenceService namespace)."""
 
     payload_log_timeout: float = Field(2.0, gt=0)
-    """Payload logging: seconds a send to the sink may take before it counts as failed; on shutdown,
-    the most the queue's remaining events are waited for."""
+    """Payload logging: seconds connecting to the sink, or the sink's silence while it owes answers,
+    may last before the events concerned count as failed; on shutdown, the most the events still
+    held are waited for."""
 
     engine: Engine = "local"
     """What runs the server: ``local`` (this machine: one process, or ``workers`` of them) or ``ray``

@@ -11,13 +11,15 @@ and KServe's extensions: ``ce-inferenceservicename`` (the model), ``ce-namespace
 from __future__ import annotations
 
 import socket
+import time
 import uuid
-from collections.abc import Mapping
-from datetime import datetime, timezone
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from inferd.core.context import request_id
-from inferd.core.payloads import REQUEST, Encoder, Event, Exchange, PayloadLog
+from inferd.core.payloads import KINDS, REQUEST, Connect, Event, Exchange, PayloadLog
+from inferd.protocols.poster import Poster
 
 Message = Any  # a protobuf message; protobuf's generated classes carry no usable hints
 
@@ -26,30 +28,46 @@ RESPONSE_TYPE = "org.kubeflow.serving.inference.response"
 COMPONENT = "predictor"
 #: The content type of a gRPC message logged as its protobuf bytes: KServe logs only REST's JSON.
 PROTOBUF = "application/x-protobuf; messageType={}"
+#: Header lines an event has without extensions.
+LINES = 10
 
 
-def encoder(namespace: str, port: int) -> Encoder:
-    """The headers of an event sent in ``namespace`` by the server on HTTP ``port``."""
-    source = default_source(port)
+def sender(namespace: str, port: int) -> Connect:
+    """What sends a log's events as CloudEvents from the server on HTTP ``port`` in ``namespace``:
+    one POST each (pipelined over a few kept-alive connections)."""
+    encode = encoder(namespace, port)
 
-    def headers(event: Event) -> Mapping[str, str]:
-        found = {
-            "content-type": event.content_type,
-            "ce-specversion": "1.0",
-            "ce-id": event.id,
-            "ce-type": TYPES.get(event.kind, RESPONSE_TYPE),
-            "ce-source": source,
-            "ce-time": rfc3339(event.time),
-            "ce-inferenceservicename": event.model,
-            "ce-namespace": namespace,
-            "ce-component": COMPONENT,
-            "ce-endpoint": "",
-        }
-        for name, value in event.extensions:
-            found["ce-" + name] = value
-        return found
+    def connect(log: PayloadLog) -> Poster[Event]:
+        return Poster(log.url, log.timeout, encode, log.answered, log.failed)
 
-    return headers
+    return connect
+
+
+def encoder(namespace: str, port: int) -> Callable[[Event], tuple[bytes, bytes]]:
+    """An event's header lines (its attributes) and body, sent in ``namespace`` by the server on
+    HTTP ``port``. Raises ValueError for a value no header can hold (a line break), UnicodeError
+    for one beyond Latin-1."""
+    fixed = (
+        f"ce-source: {default_source(port)}\r\nce-namespace: {namespace}\r\n"
+        f"ce-component: {COMPONENT}\r\nce-endpoint: \r\n"
+    )
+    types = {kind: f"ce-type: {TYPES.get(kind, RESPONSE_TYPE)}\r\n" for kind in KINDS}
+
+    def encode(event: Event) -> tuple[bytes, bytes]:
+        head = (
+            f"content-type: {event.content_type}\r\nce-specversion: 1.0\r\nce-id: {event.id}\r\n"
+            f"{types[event.kind]}ce-time: {rfc3339(event.time)}\r\n"
+            f"ce-inferenceservicename: {event.model}\r\n{fixed}"
+        )
+        lines = LINES
+        if event.extensions:
+            head += "".join(f"ce-{name}: {value}\r\n" for name, value in event.extensions)
+            lines += len(event.extensions)
+        if head.count("\n") != lines or head.count("\r") != lines:
+            raise ValueError("a line break in an attribute")
+        return head.encode("latin-1"), event.body
+
+    return encode
 
 
 def default_source(port: int) -> str:
@@ -59,11 +77,17 @@ def default_source(port: int) -> str:
 
 def rfc3339(seconds: float) -> str:
     """``seconds`` since the epoch as RFC 3339 in UTC: ``2024-05-01T12:00:00.123456Z``."""
-    return (
-        datetime.fromtimestamp(seconds, timezone.utc)
-        .isoformat(timespec="microseconds")
-        .replace("+00:00", "Z")
-    )
+    whole = int(seconds)
+    micros = round((seconds - whole) * 1e6)  # rounded as datetime rounds
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    return f"{_utc_second(whole)}.{micros:06d}Z"
+
+
+@lru_cache(maxsize=4)
+def _utc_second(seconds: int) -> str:
+    """A second's date and time: formatted once for all the events of that second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 # ---- what the V2 protocols log ----

@@ -73,7 +73,7 @@ def build_runtime(settings: ServerSettings, dialect: Dialect[Any] | None = None)
     for served in dialect.models(own):
         registry.add_served(served)
     gates = Gates(lambda name: limits(settings, name))
-    payloads = payload_log(settings, cloudevents.encoder(settings.payload_log_namespace, settings.port))
+    payloads = payload_log(settings, cloudevents.sender(settings.payload_log_namespace, settings.port))
     dataplane = DataPlane(registry, ServerMetadata("inferd", __version__, EXTENSIONS), gates, payloads)
     return Runtime(settings, dialect, own, registry, dataplane)
 
