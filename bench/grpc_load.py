@@ -1,8 +1,10 @@
 """issue 26's gRPC measurement: V2 gRPC ``ModelInfer`` on inferd, MLServer 1.7 and KServe 0.21, driven
 by h2load (nghttp2's C load generator, so the client is not the bottleneck a Python one would be).
 
-The three servers serve the same ``examples/iris/model.joblib`` (inferd: ``inferd serve
-examples/iris``, one worker; the peers as bench/all.py starts them) and run side by side; each round
+The servers serve the same ``examples/iris/model.joblib`` (inferd: ``inferd serve
+examples/iris``, one worker; the peers as bench/all.py starts them; and the floor,
+bench/grpc_floor.py: grpc.aio by hand doing the same model work, which bounds what any grpc.aio
+server reaches here) and run side by side; each round
 loads each of them in turn at each concurrency (a warm-up run, then a measured one), so a drift of
 the machine touches all alike. The body is one length-prefixed ``ModelInferRequest``: the iris row
 as FP32 in ``raw_input_contents``, which is what tritonclient sends by default
@@ -100,6 +102,14 @@ def inferd_grpc(workdir: Path) -> GrpcLaunch:
     return GrpcLaunch(Launch([*command, "--log-level", "warning"], ROOT, port, env), grpc_port)
 
 
+def floor_grpc(workdir: Path) -> GrpcLaunch:
+    """bench/grpc_floor.py: grpc.aio by hand, the same model work."""
+    port, grpc_port = free_port(), free_port()
+    command = [sys.executable, str(ROOT / "bench" / "grpc_floor.py"), str(port), str(grpc_port)]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'bench'}{os.pathsep}{ROOT}"}
+    return GrpcLaunch(Launch(command, ROOT, port, env, ready_path="/"), grpc_port)
+
+
 def mlserver_grpc(workdir: Path) -> GrpcLaunch:
     """MLServer in-process, as bench/v2_iris.py starts it (its gRPC port is in its settings.json)."""
     launch = _mlserver(workdir, 0)
@@ -122,6 +132,7 @@ class Peer:
 
 PEERS = (
     Peer("inferd", "inferd 1 worker", inferd_grpc, True),
+    Peer("floor", "grpc.aio floor", floor_grpc, True),
     Peer("mlserver", "MLServer 1.7", mlserver_grpc, False),  # its sklearn runtime: predict only
     Peer("kserve", "KServe 0.21", kserve_grpc, True),
 )
