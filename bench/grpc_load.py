@@ -18,8 +18,9 @@ them); after it, the DATA bytes h2load received must be exactly one such answer 
 request (a failed call is trailers-only: no DATA), else the missing ones count as errors.
 
 In the same run, wrk measures inferd's own V2 REST JSON at concurrency 16 (bench/v2_iris.lua).
-The table (req/s, p50, p99: medians of the rounds) and the targets go to stdout and
-bench/results/grpc-<date>.txt.
+The table (req/s, p50, p99, the server's CPU time per answer and the cores other processes used
+meanwhile: medians of the rounds; CPU per answer is the figure a busy machine moves least) and the
+targets go to stdout and bench/results/grpc-<date>.txt.
 
     .venv/bin/python bench/grpc_load.py [--duration 10] [--warmup 2] [--rounds 3]
                                         [--concurrency 1 16 64] [--only inferd,mlserver,kserve]
@@ -57,6 +58,7 @@ from v2_iris import (
     HOST,
     ROOT,
     BenchError,
+    CpuMeter,
     Expected,
     Launch,
     Running,
@@ -212,6 +214,8 @@ class Result:
     p50_ms: float
     p99_ms: float
     errors: int
+    cpu_us: float  # CPU time of the server's process tree per answered request
+    other_cores: float  # cores used meanwhile by processes other than the server, h2load and us
 
 
 def h2load(served: Served, body: Path, concurrency: int, seconds: int, log: Path | None) -> Result:
@@ -225,7 +229,9 @@ def h2load(served: Served, body: Path, concurrency: int, seconds: int, log: Path
     if log is not None:
         log.unlink(missing_ok=True)  # h2load appends to it
         command.append(f"--log-file={log}")
+    meter = CpuMeter(served.running.process.pid)
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=seconds + 60)
+    server_cores, other_cores = meter.read()
     summary, data = H2LOAD_SUMMARY.search(done.stdout), H2LOAD_DATA.search(done.stdout)
     if done.returncode != 0 or summary is None or data is None:
         raise BenchError(
@@ -239,6 +245,8 @@ def h2load(served: Served, body: Path, concurrency: int, seconds: int, log: Path
         p50_ms=_percentile(latencies, 50),
         p99_ms=_percentile(latencies, 99),
         errors=(finished - succeeded) + max(succeeded - answered, 0),
+        cpu_us=server_cores * seconds / succeeded * 1e6 if succeeded else float("inf"),
+        other_cores=other_cores,
     )
 
 
@@ -289,7 +297,8 @@ def measure(args: argparse.Namespace, servers: list[Served], tmp: Path) -> list[
                 served.runs.setdefault(concurrency, []).append(result)
                 print(
                     f"round {round_} c{concurrency:<3} {served.peer.key:<9} {result.rps:8,.0f} req/s  "
-                    f"p50 {result.p50_ms:6.2f} ms  p99 {result.p99_ms:6.2f} ms  errors {result.errors}",
+                    f"p50 {result.p50_ms:6.2f} ms  p99 {result.p99_ms:6.2f} ms  errors {result.errors}  "
+                    f"CPU {result.cpu_us:5.0f} us/req  others {result.other_cores:.2f} cores",
                     flush=True,
                 )
             if concurrency == TARGET_CONCURRENCY and inferd is not None:
@@ -312,6 +321,8 @@ def median(served: Served, concurrency: int) -> Result:
         p50_ms=statistics.median(run.p50_ms for run in runs),
         p99_ms=statistics.median(run.p99_ms for run in runs),
         errors=sum(run.errors for run in runs),
+        cpu_us=statistics.median(run.cpu_us for run in runs),
+        other_cores=statistics.median(run.other_cores for run in runs),
     )
 
 
@@ -322,9 +333,10 @@ def report(args: argparse.Namespace, servers: list[Served], rest: list[float], l
         *machine_lines(load),
         "# V2 gRPC ModelInfer, iris row as FP32 raw_input_contents; h2load clients x streams: "
         + ", ".join(f"c{c} = {SHAPES[c][0]}x{SHAPES[c][1]}" for c in args.concurrency if c in SHAPES),
-        f"# medians of {args.rounds} rounds; errors: failed streams plus answers without a message",
+        f"# medians of {args.rounds} rounds; errors: failed streams plus answers without a message; CPU: "
+        "the server's process tree per answer; others: cores other processes used meanwhile",
         f"{'concurrency':>11}  {'server':<10}  {'req/s':>8}  {'p50 ms':>7}  {'p99 ms':>7}  {'errors':>6}"
-        f"  {'inferd / this':>13}",
+        f"  {'CPU us/req':>10}  {'others':>6}  {'inferd / this':>13}",
     ]
     by_key = {served.peer.key: served for served in servers}
     for concurrency in args.concurrency:
@@ -334,7 +346,8 @@ def report(args: argparse.Namespace, servers: list[Served], rest: list[float], l
             ratio = f"{ours.rps / one.rps:.2f}x" if ours and served.peer.key != "inferd" and one.rps else ""
             lines.append(
                 f"{concurrency:>11}  {served.peer.key:<10}  {one.rps:>8,.0f}  {one.p50_ms:>7.2f}  "
-                f"{one.p99_ms:>7.2f}  {one.errors:>6}  {ratio:>13}"
+                f"{one.p99_ms:>7.2f}  {one.errors:>6}  {one.cpu_us:>10,.0f}  {one.other_cores:>6.2f}  "
+                f"{ratio:>13}"
             )
             if ours and served.peer.key != "inferd":
                 each = [
