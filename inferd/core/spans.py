@@ -161,6 +161,10 @@ class Remote:
 
 _ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
 
+#: The longest ``tracestate`` passed on: the W3C recommendation's 32 entries of up to 256 characters
+#: each, with their commas; a caller's longer header is dropped, not stored in every span it parents.
+TRACESTATE_LIMIT = 32 * 257 - 1
+
 
 def remote(traceparent: str | None, tracestate: str | None = None) -> Remote | None:
     """The parent a ``traceparent`` names, or None when it is missing or malformed (the call then
@@ -180,7 +184,8 @@ def remote(traceparent: str | None, tracestate: str | None = None) -> Remote | N
         return None
     if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
         return None
-    return Remote(trace_id, span_id, bool(bits & 1), tracestate.strip() if tracestate else "")
+    state = tracestate.strip() if tracestate else ""
+    return Remote(trace_id, span_id, bool(bits & 1), state if len(state) <= TRACESTATE_LIMIT else "")
 
 
 class Sampler:

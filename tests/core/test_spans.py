@@ -19,7 +19,7 @@ from opentelemetry.trace import StatusCode
 from inferd.core import export
 from inferd.core.otel import ApiSpan, ApiTracer
 from inferd.core.otlp import Encoder
-from inferd.core.spans import CLIENT, SERVER, Sampler, Span, current, remote
+from inferd.core.spans import CLIENT, SERVER, TRACESTATE_LIMIT, Sampler, Span, current, remote
 from inferd.core.tracer import SpanTracer
 from tests.otlp import Receiver, otlp_grpc_receiver, otlp_receiver
 
@@ -51,6 +51,16 @@ def test_a_traceparent_is_read_as_the_w3c_recommendation_says(
     assert found == expected
     if parent is not None:
         assert parent.trace_state == "vendor=1"
+
+
+def test_a_tracestate_beyond_the_w3c_limit_is_not_passed_on() -> None:
+    longest = ",".join(["k" * 250 + "=12345"] * 32)  # 32 entries of 256 characters
+    assert len(longest) == TRACESTATE_LIMIT
+    kept = remote(f"00-{TRACE}-{PARENT}-01", longest)
+    assert kept is not None and kept.trace_state == longest
+    dropped = remote(f"00-{TRACE}-{PARENT}-01", longest + ",k=1")
+    assert dropped is not None and dropped.trace_state == ""
+    assert dropped.trace_id.hex() == TRACE  # the parent itself still holds
 
 
 def collected() -> tuple[SpanTracer, list[Span]]:
