@@ -12,7 +12,6 @@ import json
 import re
 import shutil
 import subprocess
-import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ import inferd.core.metrics
 import inferd.dialects.graph.metrics
 import inferd.platform.gateway.metrics  # noqa: F401 (their collectors, on REGISTRY)
 from tests.dialects.graph.conftest import COMPONENTS
-from tests.platform.control import Control, control
+from tests.platform.control import Control, control, native_project
 from tests.servers import ROOT, serve
 from tests.storage.files_server import file_server
 
@@ -208,18 +207,17 @@ def scrape(url: str, **options: Any) -> str:
 
 
 def project(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "inferd.yaml").write_text("name: scale\n")
-    (folder / "model.py").write_text(
-        textwrap.dedent("""
+    return native_project(
+        folder,
+        "scale",
+        """
             import inferd
 
             class Scale(inferd.Model):
                 def predict(self, inputs):
                     return {"y": inputs["x"] * 2}
-        """)
+        """,
     )
-    return folder
 
 
 def wait_running(running: Control, service: str) -> None:

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,16 @@ from typing import Any
 import httpx
 
 from tests.servers import ROOT, inferd_command, with_this_tree
+
+
+def native_project(folder: Path, name: str, model: str) -> Path:
+    """A native model project in ``folder``: an ``inferd.yaml`` naming it ``name``, and ``model`` (its
+    ``model.py``, dedented) as the code."""
+    folder.mkdir(parents=True)
+    (folder / "inferd.yaml").write_text(f"name: {name}\n")
+    (folder / "model.py").write_text(textwrap.dedent(model))
+    return folder
+
 
 READY = re.compile(
     r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/ grpc=(?P<grpc>\S+)"

@@ -5,7 +5,6 @@ control process; and bad scaling settings get a 400 naming the field. Windows ar
 
 from __future__ import annotations
 
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.platform.control import Control, control
+from tests.platform.control import Control, control, native_project
 
 REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
 #: Sample often, average over a second, scale down after a second of lower recommendations.
@@ -28,10 +27,10 @@ FAST = {
 
 def project(folder: Path) -> Path:
     """A model answering which process served it, taking 20 ms a request."""
-    folder.mkdir(parents=True)
-    (folder / "inferd.yaml").write_text("name: who\n")
-    (folder / "model.py").write_text(
-        textwrap.dedent("""
+    return native_project(
+        folder,
+        "who",
+        """
             import os
             import time
 
@@ -41,9 +40,8 @@ def project(folder: Path) -> Path:
                 def predict(self, inputs):
                     time.sleep(0.02)
                     return {"pid": inputs["x"] * 0 + os.getpid()}
-        """)
+        """,
     )
-    return folder
 
 
 class Load:

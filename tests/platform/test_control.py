@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import shutil
 import tarfile
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -17,25 +16,24 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.platform.control import Control, control
+from tests.platform.control import Control, control, native_project
 from tests.platform.gateway.grpc_support import GrpcLoad, infer
 
 REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
 
 
 def project(folder: Path, factor: float) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "inferd.yaml").write_text("name: scale\n")
-    (folder / "model.py").write_text(
-        textwrap.dedent(f"""
+    return native_project(
+        folder,
+        "scale",
+        f"""
             import inferd
 
             class Scale(inferd.Model):
                 def predict(self, inputs):
                     return {{"y": inputs["x"] * {factor}}}
-        """)
+        """,
     )
-    return folder
 
 
 def wait_state(running: Control, service: str, state: str, timeout: float = 60) -> dict[str, Any]:

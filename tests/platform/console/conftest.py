@@ -5,18 +5,17 @@ model whose answer says which service answered (``FACTOR``, from the service's e
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
-from tests.platform.control import Control
+from tests.platform.control import Control, native_project
 
 
 def project(folder: Path) -> Path:
     """A native model answering ``x * FACTOR``, FACTOR from its service's environment."""
-    folder.mkdir(parents=True)
-    (folder / "inferd.yaml").write_text("name: scale\n")
-    (folder / "model.py").write_text(
-        textwrap.dedent("""
+    return native_project(
+        folder,
+        "scale",
+        """
             import os
 
             import inferd
@@ -24,9 +23,8 @@ def project(folder: Path) -> Path:
             class Scale(inferd.Model):
                 def predict(self, inputs):
                     return {"y": inputs["x"] * float(os.environ.get("FACTOR", "1"))}
-        """)
+        """,
     )
-    return folder
 
 
 def push(running: Control, deployment: str, folder: Path, label: str) -> str:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.platform.control import native_project
 from tests.platform.test_control import Control, control, project
 from tests.storage.conftest import Bucket
 
@@ -24,17 +25,14 @@ def push(running: Control, folder: Path, label: str, *options: str) -> str:
 
 
 def broken(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "inferd.yaml").write_text("name: broken\n")
-    (folder / "model.py").write_text('raise RuntimeError("this model is broken")\n')
-    return folder
+    return native_project(folder, "broken", 'raise RuntimeError("this model is broken")\n')
 
 
 def slow(folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "inferd.yaml").write_text("name: slow\n")
-    (folder / "model.py").write_text(
-        textwrap.dedent("""
+    return native_project(
+        folder,
+        "slow",
+        """
             import time
             import inferd
 
@@ -42,9 +40,8 @@ def slow(folder: Path) -> Path:
                 def predict(self, inputs):
                     time.sleep(300)
                     return {"y": inputs["x"]}
-        """)
+        """,
     )
-    return folder
 
 
 def abeja(folder: Path) -> Path:
