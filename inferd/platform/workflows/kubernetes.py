@@ -84,8 +84,8 @@ def _service(
     low, high = max(1, int(service.get("min_replicas", 1))), int(service.get("max_replicas", 1))
     manifests = workload(name, image, command, variables, replicas=low)
     if high > low:
-        target = float(service.get("target_concurrency", 1.0))
-        manifests.append(concurrency_autoscaler(name, low, high, target))
+        per_pod = float(service.get("target_concurrency", 1.0))
+        manifests.append(concurrency_autoscaler(name, low, high, per_pod))
     return manifests
 
 
