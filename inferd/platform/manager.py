@@ -29,6 +29,7 @@ from typing import BinaryIO
 from inferd.core.errors import Conflict, InvalidInput, NotFound
 from inferd.platform.artifacts import ArtifactStore, Bundle
 from inferd.platform.datapath import DataPath
+from inferd.platform.model_sources import check_model_source
 from inferd.platform.records import (
     Deployment,
     Endpoint,
@@ -114,11 +115,13 @@ class Platform:
     ) -> Service:
         """Record a service of ``version_id`` and start it; it is ``starting`` until its server is ready.
         ``engine`` ``ray`` runs it on Ray Serve (InvalidInput when Ray is not installed), which scales
-        it itself between ``scaling``'s bounds."""
+        it itself between ``scaling``'s bounds. A version whose model is a storage URI the store has
+        not got, refuses or cannot be reached records nothing (`check_model_source`)."""
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         if engine == "ray" and importlib.util.find_spec("ray") is None:
             raise InvalidInput("the ray engine needs Ray Serve beside inferd: pip install 'inferd[ray]'")
+        await check_model_source(version.target, {**version.environment, **(environment or {})})
         scaling = scaling or Scaling()
         service = self.store.add_service(
             found.id,
@@ -140,6 +143,7 @@ class Platform:
             if service.state in LIVE_STATES:
                 return service
             version = self.store.version(service.version_id)
+            await check_model_source(version.target, {**version.environment, **service.environment})
             folder = await self._unpacked(service, version)
             service = self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
             await self.runner.start(self._spec(service, version, folder))

@@ -27,6 +27,7 @@ class FileServer:
     files: dict[str, Served] = field(default_factory=dict)
     gets: Counter[str] = field(default_factory=Counter)
     refuse: bool = False  # answer every request 403, as a store does to unknown credentials
+    failing: int = 0  # a status (5xx) to answer every request with, as a store that is down does
 
     def put(
         self, path: str, body: bytes, truncated: bool = False, delay: float = 0.0, etag: bool = True
@@ -47,8 +48,8 @@ def _handler(server: FileServer) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, with_body: bool) -> None:
             served = server.files.get(self.path)
-            if server.refuse:
-                self.send_error(403)
+            if server.refuse or server.failing:
+                self.send_error(server.failing or 403)
                 return
             if served is None:
                 self.send_error(404)
