@@ -1,11 +1,14 @@
 """The gateway's gRPC side: tritonclient.grpc calling real ``inferd serve`` processes through it by the
 ``inferd-endpoint`` metadata, a 100/0 → 0/100 switch under a thread of calls with no failed call,
 what passes through unchanged (raw messages, metadata, status, deadline: against a small echoing
-gRPC server), and its own errors."""
+gRPC server), its own errors, shadow copies of calls, and a streaming method (tritonclient's
+stream against a small server of ``ModelStreamInfer``)."""
 
 from __future__ import annotations
 
 import asyncio
+import queue
+import re
 import threading
 import time
 from collections.abc import Coroutine, Iterator
@@ -14,8 +17,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+import numpy as np
 import pytest
+import tritonclient.grpc as triton
 import uvloop
+from prometheus_client import REGISTRY
+from tritonclient.grpc import service_pb2
 
 from inferd.platform.gateway import EndpointTable
 from inferd.platform.gateway.grpc_proxy import GrpcGatewayServer, serve_grpc_gateway
@@ -148,9 +155,10 @@ class Echo(grpc.GenericRpcHandler):  # type: ignore[misc]
         return grpc.unary_unary_rpc_method_handler(echo)
 
 
-async def start_echo() -> tuple[grpc.aio.Server, str]:
+async def start_server(handler: grpc.GenericRpcHandler) -> tuple[grpc.aio.Server, str]:
+    """A grpc.aio server of ``handler`` on a free port, in the running loop."""
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers((Echo(),))
+    server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     return server, f"127.0.0.1:{port}"
@@ -159,7 +167,7 @@ async def start_echo() -> tuple[grpc.aio.Server, str]:
 def test_messages_metadata_status_and_deadline_pass_through() -> None:
     table = EndpointTable()
     with run_grpc_gateway(table, upstream_token="inner", max_message_size=1024) as gateway:
-        echo, address = gateway.call(start_echo())
+        echo, address = gateway.call(start_server(Echo()))
         try:
             table.set("echo", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
             with grpc.insecure_channel(gateway.address) as channel:
@@ -193,5 +201,99 @@ def test_messages_metadata_status_and_deadline_pass_through() -> None:
                 with pytest.raises(grpc.RpcError) as failed:
                     method(b"x" * 2048, timeout=5)
                 assert failed.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        finally:
+            gateway.call(echo.stop(0))
+
+
+def grpc_answers(server: RunningServer) -> float:
+    """How many gRPC calls ``server`` answered for model ``scale`` (its ``/metrics``)."""
+    with server.http() as http:
+        text = http.get("/metrics").text
+    pattern = r'^inferd_requests_total\{model="scale",outcome="ok",protocol="grpc"\} (\S+)$'
+    return sum(float(found) for found in re.findall(pattern, text, re.MULTILINE))
+
+
+def test_a_shadow_gets_copies_of_the_calls_and_the_client_the_primary_answer(
+    scales: tuple[RunningServer, RunningServer],  # noqa: F811
+) -> None:
+    one, two = scales
+    table = EndpointTable()
+    table.set("main", [(one.http_address, 100)], (two.http_address, 100), routes(one, two))
+    copies = ("inferd_gateway_shadow_requests_total", {"endpoint": "main", "outcome": "200"})
+    before, counted = grpc_answers(two), REGISTRY.get_sample_value(*copies) or 0
+    with run_grpc_gateway(table) as gateway:
+        assert [infer(gateway.address, "main", value) for value in (1.0, 2.0, 3.0)] == [1.0, 2.0, 3.0]
+        deadline = time.monotonic() + 10  # the copies are sent after the answers, in the background
+        while grpc_answers(two) < before + 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert grpc_answers(two) == before + 3
+        assert (REGISTRY.get_sample_value(*copies) or 0) == counted + 3
+        table.set("main", [(one.http_address, 100)], (two.http_address, 0), routes(one, two))
+        assert infer(gateway.address, "main") == 1.0
+        assert gateway.call(table.drained(two.http_address, 10))  # the copies were counted in flight
+    assert grpc_answers(two) == before + 3
+
+
+STREAM_INFER = "/inference.GRPCInferenceService/ModelStreamInfer"
+
+
+class StreamingScale(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """V2's (Triton's) ``ModelStreamInfer``, which inferd's own servers do not serve: each request's
+    FP32 ``x`` comes back tripled as ``y``, one answer per request, on the same stream."""
+
+    def service(self, details: Any) -> Any:
+        if details.method != STREAM_INFER:
+            return None
+
+        async def stream(requests: Any, context: Any) -> Any:
+            async for request in requests:
+                x = np.frombuffer(request.raw_input_contents[0], np.float32)
+                answer = service_pb2.ModelInferResponse(model_name=request.model_name, id=request.id)
+                answer.outputs.add(name="y", datatype="FP32", shape=[len(x)])
+                answer.raw_output_contents.append((x * 3).tobytes())
+                yield service_pb2.ModelStreamInferResponse(infer_response=answer)
+
+        return grpc.stream_stream_rpc_method_handler(
+            stream,
+            request_deserializer=service_pb2.ModelInferRequest.FromString,
+            response_serializer=service_pb2.ModelStreamInferResponse.SerializeToString,
+        )
+
+
+def test_streaming_calls_pass_both_ways() -> None:
+    table = EndpointTable()
+    with run_grpc_gateway(table) as gateway:
+        server, address = gateway.call(start_server(StreamingScale()))
+        try:
+            table.set("stream", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
+            answers: queue.Queue[Any] = queue.Queue()
+            with triton.InferenceServerClient(gateway.address) as client:
+                client.start_stream(lambda result, error: answers.put(error or result))
+                for number in range(1, 4):
+                    tensor = triton.InferInput("x", [2], "FP32")
+                    tensor.set_data_from_numpy(np.array([number, 10 * number], np.float32))
+                    client.async_stream_infer("scale", [tensor], request_id=str(number))
+                    answer = answers.get(timeout=10)  # each answer before the next request
+                    assert not isinstance(answer, Exception), answer
+                    assert answer.get_response().id == str(number)
+                    assert answer.as_numpy("y").tolist() == [3.0 * number, 30.0 * number]
+                client.stop_stream()
+        finally:
+            gateway.call(server.stop(0))
+
+
+def test_messages_larger_than_every_window_pass_both_ways() -> None:
+    """3 MiB each way: more than the flow-control windows of either side, so the relay must pass
+    window updates on as it passes data (and several calls at once share a connection)."""
+    table = EndpointTable()
+    with run_grpc_gateway(table) as gateway:
+        echo, address = gateway.call(start_server(Echo()))
+        try:
+            table.set("echo", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
+            with grpc.insecure_channel(gateway.address) as channel:
+                method = channel.unary_unary(ECHO)
+                messages = [bytes([number]) * (3 * 1024 * 1024) + b"end" for number in range(4)]
+                calls = [method.future(message, timeout=30) for message in messages]
+                assert [call.result() for call in calls] == [message[::-1] for message in messages]
         finally:
             gateway.call(echo.stop(0))
