@@ -43,6 +43,8 @@ MAX_STREAMS = 1000
 MAX_FRAME = 16384
 MAX_HEADER_LIST = 64 * 1024
 LAST_STREAM_ID = (1 << 31) - 1
+#: Header blocks kept decoded per connection (`H2Connection.decode`).
+DECODED_BLOCKS = 64
 
 
 class ProtocolViolation(Exception):
@@ -126,6 +128,7 @@ class H2Connection(asyncio.Protocol):
         self.buffer = bytearray()
         self.out: list[bytes] = []
         self.decoder = hpack.Decoder(max_header_list_size=MAX_HEADER_LIST)
+        self.decoded: dict[bytes, list[Header]] = {}
         self.peer_window = DEFAULT_WINDOW
         self.peer_max_frame = MAX_FRAME
         self.peer_max_streams = LAST_STREAM_ID
@@ -236,11 +239,31 @@ class H2Connection(asyncio.Protocol):
             raise ProtocolViolation(PROTOCOL_ERROR)  # refused in our SETTINGS
 
     def headers_complete(self, stream: int, block: bytes, end: bool) -> None:
+        headers = self.decoded.get(block)
+        if headers is None:
+            headers = self.decode(block)
+        self.on_headers(stream, headers, end)
+
+    def decode(self, block: bytes) -> list[Header]:
+        """``block`` decoded, and kept while the decoder's dynamic table stays as it is: peers send
+        the same bytes for the same headers call after call (indexed fields), and a block that
+        leaves the table unchanged decodes the same way until the table changes."""
+        table = self.decoder.header_table
+        entries = table.dynamic_entries
+        before = (len(entries), entries[0] if entries else None, table.maxsize)
         try:
             headers = cast(list[Header], self.decoder.decode(block, raw=True))
         except hpack.HPACKError:
             raise ProtocolViolation(COMPRESSION_ERROR) from None
-        self.on_headers(stream, headers, end)
+        after = (len(entries), entries[0] if entries else None, table.maxsize)
+        decoded = self.decoded
+        if after[0] != before[0] or after[1] is not before[1] or after[2] != before[2]:
+            decoded.clear()
+        else:
+            if len(decoded) >= DECODED_BLOCKS:
+                decoded.clear()
+            decoded[block] = headers
+        return headers
 
     def settings(self, payload: bytes) -> None:
         opened = False
