@@ -134,7 +134,8 @@ ECHO = "/test.Echo/Echo"
 
 class Echo(grpc.GenericRpcHandler):  # type: ignore[misc]
     """Answers the request's bytes reversed, its metadata (``x-*``; others as ``x-seen-*``) and
-    remaining deadline in the trailing metadata; ``/test.Echo/Fail`` fails with DATA_LOSS and a detail."""
+    remaining deadline in the trailing metadata; ``/test.Echo/Fail`` fails with DATA_LOSS and a detail,
+    ``/test.Echo/Hang`` never answers."""
 
     def service(self, details: Any) -> Any:
         async def echo(request: bytes, context: Any) -> bytes:
@@ -150,6 +151,8 @@ class Echo(grpc.GenericRpcHandler):  # type: ignore[misc]
             await context.send_initial_metadata((("x-initial", "yes"),))
             if details.method == "/test.Echo/Fail":
                 await context.abort(grpc.StatusCode.DATA_LOSS, "lost, as said")
+            if details.method == "/test.Echo/Hang":
+                await asyncio.Event().wait()
             return request[::-1]
 
         return grpc.unary_unary_rpc_method_handler(echo)
@@ -295,5 +298,22 @@ def test_messages_larger_than_every_window_pass_both_ways() -> None:
                 messages = [bytes([number]) * (3 * 1024 * 1024) + b"end" for number in range(4)]
                 calls = [method.future(message, timeout=30) for message in messages]
                 assert [call.result() for call in calls] == [message[::-1] for message in messages]
+        finally:
+            gateway.call(echo.stop(0))
+
+
+def test_a_call_the_client_gives_up_on_is_no_longer_counted() -> None:
+    """The client's deadline passes (it resets the stream): the service's stream is cancelled and
+    the call leaves the in-flight count, so draining a service does not wait for it."""
+    table = EndpointTable()
+    with run_grpc_gateway(table) as gateway:
+        echo, address = gateway.call(start_server(Echo()))
+        try:
+            table.set("echo", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
+            with grpc.insecure_channel(gateway.address) as channel:
+                with pytest.raises(grpc.RpcError) as failed:
+                    channel.unary_unary("/test.Echo/Hang")(b"", timeout=0.3)
+                assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+            assert gateway.call(table.drained("127.0.0.1:1", 10))
         finally:
             gateway.call(echo.stop(0))
