@@ -19,19 +19,17 @@ import argparse
 import asyncio
 import os
 import re
-import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from gateway_overhead import gateway_process, haproxy_process
 from grpc_load import PEERS, Result, Served, check, framed, h2load, request_message
 from v2_iris import ROOT, ServerSpec, ensure_model, expected_answer, machine_lines, serving
 
@@ -59,48 +57,6 @@ def run_gateway(upstream: str) -> None:
     uvloop.run(main())
 
 
-@contextmanager
-def gateway_process(upstream: str) -> Iterator[int]:
-    command = [sys.executable, __file__, "--gateway", upstream]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            match = READY.search(line)
-            if match:
-                yield int(match.group(1))
-                return
-        raise SystemExit(f"the gateway exited with {process.wait()} before it was ready")
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
-@contextmanager
-def haproxy_process(upstream: str) -> Iterator[int | None]:
-    """HAProxy's gRPC frontend for endpoint ``iris`` → ``upstream``; None without haproxy."""
-    from inferd.engines.sockets import free_ports
-    from inferd.platform.haproxy import HAProxyPath
-
-    if shutil.which("haproxy") is None:
-        yield None
-        return
-    with tempfile.TemporaryDirectory(prefix="inferd-bench-haproxy-") as folder:
-        http_port, grpc_port = free_ports("127.0.0.1", 2)
-        path = HAProxyPath(Path(folder), "127.0.0.1", http_port, grpc_port=grpc_port)
-
-        async def start() -> None:
-            await path.start()
-            await path.route("iris", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": upstream})
-
-        asyncio.run(start())
-        try:
-            yield grpc_port
-        finally:
-            asyncio.run(path.close())
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=int, default=10, help="seconds per measured run [10]")
@@ -123,10 +79,11 @@ def main() -> int:
         spec = ServerSpec("inferd", inferd.label, "inferd", lambda _: prepared.launch)
         running = stack.enter_context(serving(spec, workdir))
         upstream = f"127.0.0.1:{prepared.grpc_port}"
-        ports = {"direct": prepared.grpc_port, "gateway": stack.enter_context(gateway_process(upstream))}
-        haproxy = stack.enter_context(haproxy_process(upstream))
-        if haproxy is not None:
-            ports["haproxy"] = haproxy
+        gateway = stack.enter_context(gateway_process(upstream, __file__, READY))
+        ports = {"direct": prepared.grpc_port, "gateway": int(gateway)}
+        haproxy = stack.enter_context(haproxy_process(f"127.0.0.1:{running.port}", upstream))
+        if haproxy is not None and haproxy.grpc_port is not None:
+            ports["haproxy"] = haproxy.grpc_port
         targets = {name: Served(inferd, running, port) for name, port in ports.items()}
         body, log = Path(tmp) / "request.bin", Path(tmp) / "h2load.log"
         body.write_bytes(framed(request_message()))

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 
 from hpack.table import HeaderTable
 
+from inferd.core.otlp import varint
+
 Header = tuple[bytes, bytes]
 #: A dynamic table size update to 0.
 TABLE_SIZE_ZERO = b"\x20"
@@ -27,17 +29,12 @@ _cache: dict[Header, bytes] = {}
 
 
 def integer(value: int, prefix_bits: int, first: int = 0) -> bytes:
-    """HPACK's integer with a ``prefix_bits`` prefix, ``first`` holding the byte's other bits."""
+    """HPACK's integer with a ``prefix_bits`` prefix, ``first`` holding the byte's other bits: past
+    the prefix, the rest is a little-endian base-128 varint (protobuf's)."""
     limit = (1 << prefix_bits) - 1
     if value < limit:
         return bytes((first | value,))
-    out = bytearray((first | limit,))
-    value -= limit
-    while value >= 128:
-        out.append((value & 127) | 128)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return bytes((first | limit,)) + varint(value - limit)
 
 
 def field(name: bytes, value: bytes) -> bytes:

@@ -130,6 +130,8 @@ def test_tokens(scales: tuple[RunningServer, RunningServer]) -> None:  # noqa: F
 
 
 ECHO = "/test.Echo/Echo"
+#: The name the only endpoint's service has in the table (its gRPC address is what counts).
+ONLY = "127.0.0.1:1"
 
 
 class Echo(grpc.GenericRpcHandler):  # type: ignore[misc]
@@ -167,45 +169,52 @@ async def start_server(handler: grpc.GenericRpcHandler) -> tuple[grpc.aio.Server
     return server, f"127.0.0.1:{port}"
 
 
-def test_messages_metadata_status_and_deadline_pass_through() -> None:
+@contextmanager
+def behind_gateway(handler: grpc.GenericRpcHandler, **options: Any) -> Iterator[RunningGrpcGateway]:
+    """A grpc.aio server of ``handler``, the only endpoint (``only``, upstream ``ONLY``) of a gRPC
+    gateway started with ``options``."""
     table = EndpointTable()
-    with run_grpc_gateway(table, upstream_token="inner", max_message_size=1024) as gateway:
-        echo, address = gateway.call(start_server(Echo()))
+    with run_grpc_gateway(table, **options) as gateway:
+        server, address = gateway.call(start_server(handler))
         try:
-            table.set("echo", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
-            with grpc.insecure_channel(gateway.address) as channel:
-                method = channel.unary_unary(ECHO)
-                answer, call = method.with_call(
-                    bytes(range(256)),
-                    metadata=[
-                        ("x-custom", "kept"),
-                        ("x-binary-bin", b"\x00\xff"),
-                        ("authorization", "Bearer o"),
-                        ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
-                    ],
-                    timeout=5,
-                )
-                assert answer == bytes(range(256))[::-1]
-                trailing = dict(call.trailing_metadata())
-                assert trailing["x-custom"] == "kept" and trailing["x-binary-bin"] == b"\x00\xff"
-                assert trailing["x-seen-authorization"] == "Bearer inner"  # the gateway's, not the client's
-                assert (
-                    trailing["x-seen-traceparent"]
-                    == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-                )  # a trace goes on
-                assert "x-seen-inferd-endpoint" not in trailing  # the only endpoint, by default
-                # the deadline went along (gRPC rounds the timeout it encodes: a few ms over is the same)
-                assert 0 < float(trailing["x-remaining"]) <= 5.1
-                assert dict(call.initial_metadata())["x-initial"] == "yes"
-                with pytest.raises(grpc.RpcError) as failed:
-                    channel.unary_unary("/test.Echo/Fail")(b"", timeout=5)
-                assert failed.value.code() is grpc.StatusCode.DATA_LOSS
-                assert failed.value.details() == "lost, as said"
-                with pytest.raises(grpc.RpcError) as failed:
-                    method(b"x" * 2048, timeout=5)
-                assert failed.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            table.set("only", [(ONLY, 100)], None, {ONLY: address})
+            yield gateway
         finally:
-            gateway.call(echo.stop(0))
+            gateway.call(server.stop(0))
+
+
+def test_messages_metadata_status_and_deadline_pass_through() -> None:
+    with behind_gateway(Echo(), upstream_token="inner", max_message_size=1024) as gateway:
+        with grpc.insecure_channel(gateway.address) as channel:
+            method = channel.unary_unary(ECHO)
+            answer, call = method.with_call(
+                bytes(range(256)),
+                metadata=[
+                    ("x-custom", "kept"),
+                    ("x-binary-bin", b"\x00\xff"),
+                    ("authorization", "Bearer o"),
+                    ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+                ],
+                timeout=5,
+            )
+            assert answer == bytes(range(256))[::-1]
+            trailing = dict(call.trailing_metadata())
+            assert trailing["x-custom"] == "kept" and trailing["x-binary-bin"] == b"\x00\xff"
+            assert trailing["x-seen-authorization"] == "Bearer inner"  # the gateway's, not the client's
+            assert (
+                trailing["x-seen-traceparent"] == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            )  # a trace goes on
+            assert "x-seen-inferd-endpoint" not in trailing  # the only endpoint, by default
+            # the deadline went along (gRPC rounds the timeout it encodes: a few ms over is the same)
+            assert 0 < float(trailing["x-remaining"]) <= 5.1
+            assert dict(call.initial_metadata())["x-initial"] == "yes"
+            with pytest.raises(grpc.RpcError) as failed:
+                channel.unary_unary("/test.Echo/Fail")(b"", timeout=5)
+            assert failed.value.code() is grpc.StatusCode.DATA_LOSS
+            assert failed.value.details() == "lost, as said"
+            with pytest.raises(grpc.RpcError) as failed:
+                method(b"x" * 2048, timeout=5)
+            assert failed.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 def grpc_answers(server: RunningServer) -> float:
@@ -264,56 +273,38 @@ class StreamingScale(grpc.GenericRpcHandler):  # type: ignore[misc]
 
 
 def test_streaming_calls_pass_both_ways() -> None:
-    table = EndpointTable()
-    with run_grpc_gateway(table) as gateway:
-        server, address = gateway.call(start_server(StreamingScale()))
-        try:
-            table.set("stream", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
-            answers: queue.Queue[Any] = queue.Queue()
-            with triton.InferenceServerClient(gateway.address) as client:
-                client.start_stream(lambda result, error: answers.put(error or result))
-                for number in range(1, 4):
-                    tensor = triton.InferInput("x", [2], "FP32")
-                    tensor.set_data_from_numpy(np.array([number, 10 * number], np.float32))
-                    client.async_stream_infer("scale", [tensor], request_id=str(number))
-                    answer = answers.get(timeout=10)  # each answer before the next request
-                    assert not isinstance(answer, Exception), answer
-                    assert answer.get_response().id == str(number)
-                    assert answer.as_numpy("y").tolist() == [3.0 * number, 30.0 * number]
-                client.stop_stream()
-        finally:
-            gateway.call(server.stop(0))
+    with behind_gateway(StreamingScale()) as gateway:
+        answers: queue.Queue[Any] = queue.Queue()
+        with triton.InferenceServerClient(gateway.address) as client:
+            client.start_stream(lambda result, error: answers.put(error or result))
+            for number in range(1, 4):
+                tensor = triton.InferInput("x", [2], "FP32")
+                tensor.set_data_from_numpy(np.array([number, 10 * number], np.float32))
+                client.async_stream_infer("scale", [tensor], request_id=str(number))
+                answer = answers.get(timeout=10)  # each answer before the next request
+                assert not isinstance(answer, Exception), answer
+                assert answer.get_response().id == str(number)
+                assert answer.as_numpy("y").tolist() == [3.0 * number, 30.0 * number]
+            client.stop_stream()
 
 
 def test_messages_larger_than_every_window_pass_both_ways() -> None:
     """3 MiB each way: more than the flow-control windows of either side, so the relay must pass
     window updates on as it passes data (and several calls at once share a connection)."""
-    table = EndpointTable()
-    with run_grpc_gateway(table) as gateway:
-        echo, address = gateway.call(start_server(Echo()))
-        try:
-            table.set("echo", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
-            with grpc.insecure_channel(gateway.address) as channel:
-                method = channel.unary_unary(ECHO)
-                messages = [bytes([number]) * (3 * 1024 * 1024) + b"end" for number in range(4)]
-                calls = [method.future(message, timeout=30) for message in messages]
-                assert [call.result() for call in calls] == [message[::-1] for message in messages]
-        finally:
-            gateway.call(echo.stop(0))
+    with behind_gateway(Echo()) as gateway:
+        with grpc.insecure_channel(gateway.address) as channel:
+            method = channel.unary_unary(ECHO)
+            messages = [bytes([number]) * (3 * 1024 * 1024) + b"end" for number in range(4)]
+            calls = [method.future(message, timeout=30) for message in messages]
+            assert [call.result() for call in calls] == [message[::-1] for message in messages]
 
 
 def test_a_call_the_client_gives_up_on_is_no_longer_counted() -> None:
     """The client's deadline passes (it resets the stream): the service's stream is cancelled and
     the call leaves the in-flight count, so draining a service does not wait for it."""
-    table = EndpointTable()
-    with run_grpc_gateway(table) as gateway:
-        echo, address = gateway.call(start_server(Echo()))
-        try:
-            table.set("echo", [("127.0.0.1:1", 100)], None, {"127.0.0.1:1": address})
-            with grpc.insecure_channel(gateway.address) as channel:
-                with pytest.raises(grpc.RpcError) as failed:
-                    channel.unary_unary("/test.Echo/Hang")(b"", timeout=0.3)
-                assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
-            assert gateway.call(table.drained("127.0.0.1:1", 10))
-        finally:
-            gateway.call(echo.stop(0))
+    with behind_gateway(Echo()) as gateway:
+        with grpc.insecure_channel(gateway.address) as channel:
+            with pytest.raises(grpc.RpcError) as failed:
+                channel.unary_unary("/test.Echo/Hang")(b"", timeout=0.3)
+            assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+        assert gateway.call(gateway.server.gateway.table.drained(ONLY, 10))
