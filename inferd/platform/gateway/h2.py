@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import struct
 from collections import deque
 from struct import pack, unpack_from
 from typing import ClassVar, cast
@@ -185,6 +186,9 @@ class H2Connection(asyncio.Protocol):
                 self.frame_received(kind, flags, stream & LAST_STREAM_ID, payload)
         except ProtocolViolation as violation:
             self.go_away(violation.code)
+            return
+        except struct.error:  # a frame shorter than its type's fields
+            self.go_away(FRAME_SIZE_ERROR)
             return
         del buffer[:position]
 

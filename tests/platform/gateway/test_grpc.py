@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import re
+import socket
 import threading
 import time
 from collections.abc import Coroutine, Iterator
@@ -26,6 +27,7 @@ from tritonclient.grpc import service_pb2
 
 from inferd.platform.gateway import EndpointTable
 from inferd.platform.gateway.grpc_proxy import GrpcGatewayServer, serve_grpc_gateway
+from inferd.platform.gateway.h2 import END_HEADERS, GOAWAY, HEADERS, PREFACE, WINDOW_UPDATE, frame
 from inferd.server.auth import Tokens
 from tests.platform.gateway.grpc_support import GrpcLoad, infer, refusal, scales  # noqa: F401
 from tests.servers import RunningServer, free_port
@@ -308,3 +310,34 @@ def test_a_call_the_client_gives_up_on_is_no_longer_counted() -> None:
                 channel.unary_unary("/test.Echo/Hang")(b"", timeout=0.3)
             assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
         assert gateway.call(gateway.server.gateway.table.drained(ONLY, 10))
+
+
+def frame_types(data: bytes) -> list[int]:
+    """The type of each whole HTTP/2 frame in ``data``."""
+    types, position = [], 0
+    while position + 9 <= len(data):
+        types.append(data[position + 3])
+        position += 9 + int.from_bytes(data[position : position + 3], "big")
+    return types
+
+
+def test_a_client_breaking_http2_gets_goaway_and_the_others_are_still_served(
+    scales: tuple[RunningServer, RunningServer],  # noqa: F811
+) -> None:
+    one, _ = scales
+    table = EndpointTable()
+    table.set("main", [(one.http_address, 100)], None, routes(one))
+    with run_grpc_gateway(table) as gateway:
+        for garbage in (
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",  # not HTTP/2: closed at once
+            PREFACE + frame(WINDOW_UPDATE, 0, 0, b"\x00\x01"),  # a WINDOW_UPDATE of 2 bytes
+            PREFACE + frame(HEADERS, END_HEADERS, 1, b"\xff\xff\xff\xff"),  # not HPACK
+        ):
+            with socket.create_connection(("127.0.0.1", gateway.server.port), timeout=10) as sock:
+                sock.sendall(garbage)
+                received = b""
+                while chunk := sock.recv(65536):  # until the gateway closes the connection
+                    received += chunk
+                if garbage.startswith(PREFACE):
+                    assert GOAWAY in frame_types(received)
+        assert infer(gateway.address, "main") == 1.0
