@@ -71,6 +71,15 @@ def routes(*servers: RunningServer) -> dict[str, str]:
     return {server.http_address: str(server.grpc_address) for server in servers}
 
 
+@contextmanager
+def main_to(server: RunningServer, **options: Any) -> Iterator[tuple[RunningGrpcGateway, EndpointTable]]:
+    """A gRPC gateway started with ``options`` whose endpoint ``main`` routes to ``server``."""
+    table = EndpointTable()
+    table.set("main", [(server.http_address, 100)], None, routes(server))
+    with run_grpc_gateway(table, **options) as gateway:
+        yield gateway, table
+
+
 def test_calls_follow_the_weights_and_switch_without_failing(
     scales: tuple[RunningServer, RunningServer],  # noqa: F811
 ) -> None:
@@ -95,9 +104,7 @@ def test_endpoint_by_default_unknown_endpoint_and_dead_service(
     scales: tuple[RunningServer, RunningServer],  # noqa: F811
 ) -> None:
     one, _ = scales
-    table = EndpointTable()
-    table.set("main", [(one.http_address, 100)], None, routes(one))
-    with run_grpc_gateway(table) as gateway:
+    with main_to(one) as (gateway, table):
         assert infer(gateway.address, None) == 1.0  # the only endpoint, without the metadata
         assert refusal(gateway.address, "nope") == ("StatusCode.NOT_FOUND", "no endpoint named 'nope'")
         dead = f"127.0.0.1:{free_port()}"
@@ -122,10 +129,7 @@ def test_endpoint_by_default_unknown_endpoint_and_dead_service(
 
 
 def test_tokens(scales: tuple[RunningServer, RunningServer]) -> None:  # noqa: F811
-    one, _ = scales
-    table = EndpointTable()
-    table.set("main", [(one.http_address, 100)], None, routes(one))
-    with run_grpc_gateway(table, tokens=Tokens(["secret"])) as gateway:
+    with main_to(scales[0], tokens=Tokens(["secret"])) as (gateway, _):
         assert refusal(gateway.address)[0] == "StatusCode.UNAUTHENTICATED"
         assert refusal(gateway.address, authorization="Bearer wrong")[0] == "StatusCode.UNAUTHENTICATED"
         assert infer(gateway.address, authorization="Bearer secret") == 1.0
@@ -324,10 +328,7 @@ def frame_types(data: bytes) -> list[int]:
 def test_a_client_breaking_http2_gets_goaway_and_the_others_are_still_served(
     scales: tuple[RunningServer, RunningServer],  # noqa: F811
 ) -> None:
-    one, _ = scales
-    table = EndpointTable()
-    table.set("main", [(one.http_address, 100)], None, routes(one))
-    with run_grpc_gateway(table) as gateway:
+    with main_to(scales[0]) as (gateway, _):
         for garbage in (
             b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",  # not HTTP/2: closed at once
             PREFACE + frame(WINDOW_UPDATE, 0, 0, b"\x00\x01"),  # a WINDOW_UPDATE of 2 bytes
