@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from struct import pack
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from inferd.platform.gateway import metrics
 from inferd.platform.gateway.h2 import (
@@ -36,11 +36,25 @@ from inferd.platform.gateway.h2 import (
 )
 from inferd.platform.gateway.hpack_out import Header, field, status_block
 
-if TYPE_CHECKING:
-    from inferd.platform.gateway.grpc_proxy import GrpcGateway
-
 logger = logging.getLogger("inferd.gateway")
 UNAVAILABLE, RESOURCE_EXHAUSTED = 14, 8
+
+
+class GrpcGateway(Protocol):
+    """What the relay asks of the gateway (`grpc_proxy.GrpcGateway`): where calls go, its limits,
+    and to hear of calls and copies ending."""
+
+    corker: Corker
+    clients: set[ClientConnection]
+    max_message_size: int
+    max_shadow_body: int
+    shadow_timeout: float
+
+    def start_call(self, client: ClientConnection, stream: int, headers: list[Header], end: bool) -> None: ...
+    def call_over(self, call: Call) -> None: ...
+    def send_shadow(self, call: Call, body: bytes) -> None: ...
+    def shadow_dropped(self, call: Call) -> None: ...
+    def shadow_over(self, copy: ShadowCall) -> None: ...
 
 
 class Sink(Protocol):
