@@ -27,11 +27,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.loadgen import LUA, RESULT, start_inferd  # noqa: E402
+
+if TYPE_CHECKING:
+    from inferd.platform.haproxy import HAProxyPath
 
 IRIS = ROOT / "examples" / "iris"
 INFER_PATH = "/v2/models/iris/infer"
@@ -62,14 +66,17 @@ def run_gateway(upstream: str) -> None:
 
 
 @contextmanager
-def gateway_process(upstream: str) -> Iterator[str]:
-    command = [sys.executable, __file__, "--gateway", upstream]
+def gateway_process(
+    upstream: str, script: str = __file__, ready: re.Pattern[str] = GATEWAY_READY
+) -> Iterator[str]:
+    """``script --gateway upstream`` until it prints ``ready``; yields what ``ready`` matched."""
+    command = [sys.executable, script, "--gateway", upstream]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert process.stdout is not None
         for line in process.stdout:
-            match = GATEWAY_READY.search(line)
+            match = ready.search(line)
             if match:
                 yield match.group(1)
                 return
@@ -80,9 +87,10 @@ def gateway_process(upstream: str) -> Iterator[str]:
 
 
 @contextmanager
-def haproxy_process(upstream: str) -> Iterator[str | None]:
-    """HAProxy serving endpoint ``iris`` → ``upstream`` as the platform configures it; None when
-    haproxy is not installed."""
+def haproxy_process(upstream: str, grpc: str | None = None) -> Iterator[HAProxyPath | None]:
+    """HAProxy serving endpoint ``iris`` → ``upstream`` as the platform configures it (and, with
+    ``grpc``, gRPC calls → that gRPC address on its ``grpc_port``); None when haproxy is not
+    installed."""
     import shutil
     import tempfile
 
@@ -93,15 +101,16 @@ def haproxy_process(upstream: str) -> Iterator[str | None]:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="inferd-bench-haproxy-") as folder:
-        path = HAProxyPath(Path(folder), "127.0.0.1", free_ports("127.0.0.1")[0])
+        port, grpc_port = free_ports("127.0.0.1", 2)
+        path = HAProxyPath(Path(folder), "127.0.0.1", port, grpc_port=grpc_port if grpc else None)
 
         async def start() -> None:
             await path.start()
-            await path.route("iris", [(upstream, 100)], None)
+            await path.route("iris", [(upstream, 100)], None, {upstream: grpc} if grpc else None)
 
         asyncio.run(start())
         try:
-            yield f"http://127.0.0.1:{path.port}"
+            yield path
         finally:
             asyncio.run(path.close())
 
@@ -153,7 +162,7 @@ def main() -> None:
     ):
         urls = {"direct": f"{direct}{INFER_PATH}", "gateway": f"{gateway}/e/iris{INFER_PATH}"}
         if haproxy is not None:
-            urls["haproxy"] = f"{haproxy}/e/iris{INFER_PATH}"
+            urls["haproxy"] = f"http://127.0.0.1:{haproxy.port}/e/iris{INFER_PATH}"
         for url in urls.values():
             wrk(url, 16, 3)  # warm-up
         found: dict[tuple[str, int], list[dict[str, float]]] = {}

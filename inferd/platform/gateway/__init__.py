@@ -6,6 +6,8 @@ one of its services, picked by weight, with an optional shadow copy.
 - `Gateway` (`proxy`): the raw ASGI app that forwards, streaming both ways.
 - `Pool` (`upstream`): keep-alive HTTP/1.1 connections to one upstream, parsed by httptools.
 - `serve_gateway` (`server`): the gateway on uvicorn in the caller's event loop.
+- `serve_grpc_gateway` (`grpc_proxy`): the gRPC side, relaying HTTP/2 streams (`grpc_relay`) over
+  inferd's own HTTP/2 framing (`h2`, `hpack_out`) to the services' gRPC ports.
 """
 
 from inferd.platform.gateway.proxy import Gateway

@@ -1,179 +1,195 @@
-"""The gateway's gRPC side: every unary call of any service (V2's ``inference.GRPCInferenceService``,
-Seldon's ``seldon.protos.Seldon``...) forwarded as raw bytes to one of its endpoint's services.
+"""The gateway's gRPC side: every call of any service (V2's ``inference.GRPCInferenceService``,
+Seldon's ``seldon.protos.Seldon``...), unary or streaming, relayed as HTTP/2 frames to one of its
+endpoint's services.
 
 Which endpoint a call is for: its ``inferd-endpoint`` metadata, or, without it, the one endpoint
 when the table holds exactly one. The service is picked by the endpoint's weights from the same
 `EndpointTable` as HTTP requests, and the call is counted in flight under that service's name, so
-`EndpointTable.drained` waits for gRPC calls too. Shadow copies are not made of gRPC calls.
+`EndpointTable.drained` waits for gRPC calls too. An endpoint's shadow gets a copy of its share of
+the calls, as of HTTP requests: once a call's request has ended (whole, at most
+``max_shadow_body`` bytes, at most ``max_shadow_inflight`` copies in flight, else counted as
+dropped), its header block and messages go to the shadow's gRPC port and the answer is dropped, so
+the copy never delays the caller's answer; `metrics.count_shadow` counts each by the HTTP status
+of its answer (``error`` when it had none).
 
-The request and answer messages are never parsed (identity serializers): the method, metadata
-(but ``authorization``, replaced by ``upstream_token`` when there is one, and gRPC's own keys),
-the deadline and the message go upstream over one cached channel per service; the answer's
-metadata, status code and details come back as they are. The gateway's own answers: NOT_FOUND for
-an unknown endpoint, UNAVAILABLE naming the endpoint when no service has weight or its service
-cannot be reached (never its address), UNAUTHENTICATED without a token when tokens are set, and
-UNIMPLEMENTED for the streaming methods it knows of (`STREAMING`).
+The gateway does not terminate gRPC: it relays HTTP/2 (`grpc_relay`, `h2`), one process, no
+message ever parsed. A call's header block goes upstream re-encoded, but for ``authorization``
+(checked against ``tokens``, then replaced by ``upstream_token`` when there is one) and
+``:authority`` (the service's address); its DATA frames, the answer's headers, DATA and trailers
+pass as they are, over pooled HTTP/2 connections to each service (many calls on one). Relaying
+costs far less than a grpc.aio server and client per call (bench/gateway_grpc.py). The gateway's
+own answers are trailers-only gRPC statuses: NOT_FOUND for an unknown endpoint, UNAVAILABLE naming
+the endpoint when no service has weight or its service cannot be reached (never its address),
+UNAUTHENTICATED without a token when tokens are set, RESOURCE_EXHAUSTED for a request message over
+``max_message_size``.
 """
 
 from __future__ import annotations
 
-import functools
+import asyncio
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+import time
 
-import grpc
-
-from inferd.engines.sockets import listen_errors
+from inferd.engines.sockets import bind_http
+from inferd.platform.gateway import metrics
+from inferd.platform.gateway.grpc_relay import Call, ClientConnection, ShadowCall, UpstreamPool
+from inferd.platform.gateway.h2 import Corker
+from inferd.platform.gateway.hpack_out import Header, encode_block
 from inferd.platform.gateway.table import EndpointTable
 from inferd.server.auth import Tokens
-from inferd.server.grpc_interceptors import GrpcBearerAuth
 
 logger = logging.getLogger("inferd.gateway")
 
 #: The metadata key naming the endpoint a call is for.
-ENDPOINT_KEY = "inferd-endpoint"
-#: Methods known to stream (not proxied: UNIMPLEMENTED); any other method is taken as unary.
-STREAMING = frozenset({"/inference.GRPCInferenceService/ModelStreamInfer"})
-#: Metadata that describes the call to the gateway, not to the service.
-DROPPED = frozenset({"authorization", "user-agent", "te", "content-type", "host"})
-#: Upstream channels: no size limit of their own (the gateway's server has it), and a restarted
-#: service is tried again within a second instead of gRPC's backoff of up to two minutes.
-CHANNEL_OPTIONS = (
-    ("grpc.max_receive_message_length", -1),
-    ("grpc.max_send_message_length", -1),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-)
-Metadata = Sequence[tuple[str, str | bytes]]
-UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
+ENDPOINT_KEY = b"inferd-endpoint"
+NOT_FOUND, UNAVAILABLE, UNAUTHENTICATED = 5, 14, 16
+#: Request headers not passed on as they came: the gateway's credentials and the address it was called at.
+REPLACED = frozenset({b"authorization", b":authority", b"host"})
 
 
-class GrpcGateway(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpcio ships no hints
-    """The generic handler of every method, forwarding to the endpoints of ``table``."""
+class GrpcGateway:
+    """Routes each call of a client connection to a service of its endpoint in ``table``."""
 
-    def __init__(self, table: EndpointTable, upstream_token: str | None = None) -> None:
-        self.table = table
-        self.authorization = None if upstream_token is None else f"Bearer {upstream_token}"
-        self.channels: dict[str, grpc.aio.Channel] = {}
-        self.callables: dict[tuple[str, str], Any] = {}
+    def __init__(
+        self,
+        table: EndpointTable,
+        corker: Corker,
+        *,
+        tokens: Tokens | None = None,
+        upstream_token: str | None = None,
+        max_message_size: int = 64 * 1024 * 1024,
+        max_shadow_inflight: int = 64,
+        max_shadow_body: int = 4 * 1024 * 1024,
+        shadow_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        self.table, self.corker, self.tokens = table, corker, tokens
+        self.authorization = None if upstream_token is None else f"Bearer {upstream_token}".encode()
+        self.max_message_size = max_message_size
+        self.max_shadow_inflight, self.max_shadow_body = max_shadow_inflight, max_shadow_body
+        self.shadow_timeout, self.connect_timeout = shadow_timeout, connect_timeout
+        self.pools: dict[str, UpstreamPool] = {}
+        self.clients: set[ClientConnection] = set()
+        self.shadows: set[ShadowCall] = set()
 
-    def service(self, details: Any) -> Any:
-        method: str = details.method
-        if method in STREAMING:
-            return None
-        return grpc.unary_unary_rpc_method_handler(functools.partial(self.call, method))
-
-    async def call(self, method: str, request: bytes, context: Any) -> bytes:
-        metadata: Metadata = context.invocation_metadata() or ()
-        name = self.endpoint_of(metadata)
-        if name is None:
-            await _abort(
-                context,
-                grpc.StatusCode.NOT_FOUND,
-                f"name the endpoint in the '{ENDPOINT_KEY}' metadata (this gateway serves "
-                f"{len(self.table.names())} endpoints)",
-            )
-        picked = self.table.begin(name, mirror=False)
-        if picked is None:
-            await _abort(context, grpc.StatusCode.NOT_FOUND, f"no endpoint named '{name}'")
-        split, upstream, _ = picked
-        if upstream is None:
-            await _abort(context, UNAVAILABLE, f"endpoint '{name}' routes to no service with weight")
-        try:
-            address = split.grpc.get(upstream)
-            if address is None:
-                await _abort(context, UNAVAILABLE, f"endpoint '{name}': its service serves no gRPC")
-            return await self.forward(name, method, address, request, metadata, context)
-        finally:
-            self.table.end(upstream)
-
-    def endpoint_of(self, metadata: Metadata) -> str | None:
-        for key, value in metadata:
-            if key == ENDPOINT_KEY:
-                return value if isinstance(value, str) else value.decode("utf-8", "replace")
-        names = self.table.names()
-        return names[0] if len(names) == 1 else None
-
-    async def forward(
-        self, name: str, method: str, address: str, request: bytes, metadata: Metadata, context: Any
-    ) -> bytes:
-        call = self.callable(address, method)(
-            request, metadata=self.outgoing(metadata), timeout=context.time_remaining()
-        )
-        try:
-            answer: bytes = await call
-        except grpc.aio.AioRpcError as error:
-            await self.pass_error(name, address, error, context)
-        initial = await call.initial_metadata()
-        if initial:
-            await context.send_initial_metadata(_user_keys(initial))
-        trailing = await call.trailing_metadata()
-        if trailing:
-            context.set_trailing_metadata(_user_keys(trailing))
-        return answer
-
-    def outgoing(self, metadata: Metadata) -> list[tuple[str, str | bytes]]:
-        kept = [(key, value) for key, value in metadata if key not in DROPPED and not _reserved(key)]
+    def start_call(self, client: ClientConnection, stream: int, headers: list[Header], end: bool) -> None:
+        """A new call: refused with the gateway's own status, or relayed to a service."""
+        kept: list[Header] = []
+        authorization = endpoint = None
+        for name, value in headers:
+            if name in REPLACED:
+                if name == b"authorization":
+                    authorization = value
+                continue
+            if name == ENDPOINT_KEY:
+                endpoint = value.decode("utf-8", "replace")
+            kept.append((name, value))
+        if self.tokens is not None:
+            refused = self.tokens.refusal(authorization)
+            if refused is not None:
+                client.answer(stream, UNAUTHENTICATED, refused.message)
+                return
         if self.authorization is not None:
-            kept.append(("authorization", self.authorization))
-        return kept
+            kept.append((b"authorization", self.authorization))
+        self.route(client, stream, endpoint, encode_block(kept), end)
 
-    async def pass_error(
-        self, name: str, address: str, error: grpc.aio.AioRpcError, context: Any
-    ) -> NoReturn:
-        """The service's own status as it sent it; a failure to reach it (UNAVAILABLE while its
-        channel is not connected) as UNAVAILABLE naming the endpoint (its address only in the log)."""
-        code, details = error.code(), error.details() or ""
-        connected = self.channels[address].get_state() is grpc.ChannelConnectivity.READY
-        if code is UNAVAILABLE and not connected:
-            logger.warning("endpoint '%s': gRPC call to %s failed: %s", name, address, details)
-            await _abort(context, UNAVAILABLE, f"endpoint '{name}': its service is unavailable")
-        await _abort(context, code, details, _user_keys(error.trailing_metadata() or ()))
+    def route(self, client: ClientConnection, stream: int, name: str | None, block: bytes, end: bool) -> None:
+        if name is None:
+            names = self.table.names()
+            if len(names) != 1:
+                client.answer(
+                    stream,
+                    NOT_FOUND,
+                    f"name the endpoint in the '{ENDPOINT_KEY.decode()}' metadata (this gateway "
+                    f"serves {len(names)} endpoints)",
+                )
+                return
+            name = names[0]
+        picked = self.table.begin(name)
+        if picked is None:
+            client.answer(stream, NOT_FOUND, f"no endpoint named '{name}'")
+            return
+        split, upstream, shadow = picked
+        address = None if upstream is None else split.grpc.get(upstream)
+        shadow_route = None
+        if shadow is not None:
+            shadow_address = split.grpc.get(shadow)
+            if shadow_address is None or address is None:
+                self.table.end(shadow)
+            else:
+                shadow_route = (shadow, shadow_address)
+        if upstream is None or address is None:
+            if upstream is not None:
+                self.table.end(upstream)
+            why = " routes to no service with weight" if upstream is None else ": its service serves no gRPC"
+            client.answer(stream, UNAVAILABLE, f"endpoint '{name}'{why}")
+            return
+        call = client.calls[stream] = Call(self, client, stream, name, upstream, block, end, shadow_route)
+        if end and shadow_route is not None:
+            self.send_shadow(call, b"")
+        self.pool(address).open(call)
 
-    def callable(self, address: str, method: str) -> Any:
-        key = (address, method)
-        found = self.callables.get(key)
-        if found is None:
-            channel = self.channels.get(address)
-            if channel is None:
-                channel = self.channels[address] = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
-            found = self.callables[key] = channel.unary_unary(method)
-        return found
+    def pool(self, address: str) -> UpstreamPool:
+        pool = self.pools.get(address)
+        if pool is None:
+            pool = self.pools[address] = UpstreamPool(address, self.corker, self.connect_timeout)
+        return pool
 
-    async def close(self) -> None:
-        for channel in self.channels.values():
-            await channel.close()
-        self.channels.clear()
-        self.callables.clear()
+    def call_over(self, call: Call) -> None:
+        self.table.end(call.upstream)
+        if call.shadow is not None:  # the request never ended: no copy
+            self.table.end(call.shadow)
+            call.shadow = None
 
+    # Shadow copies
+    def send_shadow(self, call: Call, body: bytes) -> None:
+        shadow, call.shadow, call.copy = call.shadow, None, None
+        assert shadow is not None
+        if len(self.shadows) >= self.max_shadow_inflight:
+            metrics.count_dropped(call.endpoint)
+            self.table.end(shadow)
+            return
+        copy = ShadowCall(self, call.endpoint, shadow, call.block, body)
+        self.shadows.add(copy)
+        self.pool(call.shadow_address).open(copy)
 
-async def _abort(context: Any, code: grpc.StatusCode, details: str, trailing: Metadata = ()) -> NoReturn:
-    """End the call with ``code`` (``context.abort`` raises)."""
-    await context.abort(code, details, trailing)
-    raise AssertionError("unreachable: abort raises")
+    def shadow_dropped(self, call: Call) -> None:
+        """``call``'s request outgrew what a copy may hold."""
+        shadow, call.shadow = call.shadow, None
+        if shadow is not None:
+            metrics.count_dropped(call.endpoint)
+            self.table.end(shadow)
 
+    def shadow_over(self, copy: ShadowCall) -> None:
+        self.shadows.discard(copy)
+        self.table.end(copy.shadow)
 
-def _reserved(key: str) -> bool:
-    return key.startswith((":", "grpc-"))
-
-
-def _user_keys(metadata: Iterable[tuple[str, str | bytes]]) -> tuple[tuple[str, str | bytes], ...]:
-    return tuple((key, value) for key, value in metadata if not _reserved(key) and key not in DROPPED)
+    def close(self) -> None:
+        """Close every connection and cancel the shadow copies in flight."""
+        for client in list(self.clients):
+            client.abort()
+        for pool in self.pools.values():
+            pool.close()
+        for copy in list(self.shadows):
+            copy.upstream_failed()
 
 
 class GrpcGatewayServer:
     """A running gRPC gateway: its port and `stop`."""
 
-    def __init__(self, server: grpc.aio.Server, gateway: GrpcGateway, port: int) -> None:
+    def __init__(self, server: asyncio.Server, gateway: GrpcGateway, port: int) -> None:
         self.server, self.gateway, self.port = server, gateway, port
 
     async def stop(self, grace: float = 30.0) -> None:
-        """Stop accepting, let the calls in flight finish within ``grace`` seconds, close the
-        upstream channels."""
-        await self.server.stop(grace)
-        await self.gateway.close()
+        """Stop accepting (GOAWAY to every client), let the calls in flight finish within ``grace``
+        seconds, then close every connection."""
+        self.server.close()
+        for client in list(self.gateway.clients):
+            client.stop_taking()
+        deadline = time.monotonic() + grace
+        while any(client.calls for client in self.gateway.clients) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        self.gateway.close()
 
 
 async def serve_grpc_gateway(
@@ -186,19 +202,12 @@ async def serve_grpc_gateway(
     max_message_size: int = 64 * 1024 * 1024,
 ) -> GrpcGatewayServer:
     """Serve the endpoints of ``table`` over gRPC on ``host:port`` (0: a free port) in this event
-    loop. ``tokens``: every call needs ``authorization: Bearer <token>`` metadata. Requests larger
-    than ``max_message_size`` bytes are refused (RESOURCE_EXHAUSTED); answers are not limited."""
-    gateway = GrpcGateway(table, upstream_token)
-    server = grpc.aio.server(
-        interceptors=[GrpcBearerAuth(tokens, ())] if tokens is not None else None,
-        options=[
-            ("grpc.max_receive_message_length", max_message_size),
-            ("grpc.max_send_message_length", -1),
-            ("grpc.so_reuseport", 0),
-        ],
+    loop. ``tokens``: every call needs ``authorization: Bearer <token>`` metadata. Request messages
+    larger than ``max_message_size`` bytes are refused (RESOURCE_EXHAUSTED); answers are not limited."""
+    loop = asyncio.get_running_loop()
+    gateway = GrpcGateway(
+        table, Corker(loop), tokens=tokens, upstream_token=upstream_token, max_message_size=max_message_size
     )
-    server.add_generic_rpc_handlers((gateway,))
-    with listen_errors(host, port):
-        bound = server.add_insecure_port(f"{host}:{port}")
-    await server.start()
-    return GrpcGatewayServer(server, gateway, bound)
+    sock = bind_http(host, port)
+    server = await loop.create_server(lambda: ClientConnection(gateway), sock=sock)
+    return GrpcGatewayServer(server, gateway, sock.getsockname()[1])

@@ -1,0 +1,461 @@
+"""The HTTP/2 framing the gRPC relay needs (RFC 9113), as an asyncio protocol either side of a relay.
+
+`H2Connection` reads frames, answers SETTINGS and PING, keeps both flow-control windows, and hands
+each stream's header blocks (decoded by hpack) and DATA payloads to its subclass (`on_headers`,
+`on_data`, `on_reset`, `on_goaway`, `on_lost`). What a stream sends goes out through its `Outbound`:
+DATA waits there while the peer's windows are closed, and HEADERS queued behind it keep their order.
+
+Flow control pushes back end to end: received DATA is credited to its sender (WINDOW_UPDATE, in
+batches of half a window) only once the relay has written it on to the other side (`Inbound.credit`),
+so a slow reader on one side slows the writer on the other instead of filling memory.
+
+Writes made while one batch of events is handled are joined and sent once at the end of the event
+loop's iteration (`Corker`): a relayed call costs one system call per connection, not one per frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+from collections import deque
+from struct import pack, unpack_from
+from typing import ClassVar, cast
+
+import hpack
+
+from inferd.platform.gateway.hpack_out import TABLE_SIZE_ZERO, Header
+
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
+    range(10)
+)
+END_STREAM = ACK = 0x1
+END_HEADERS, PADDED, PRIORITY_FLAG = 0x4, 0x8, 0x20
+NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR = 0, 1, 2, 3
+FRAME_SIZE_ERROR, REFUSED_STREAM, CANCEL, COMPRESSION_ERROR = 6, 7, 8, 9
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DEFAULT_WINDOW = 65535
+#: What each side may send on one stream before the relay passes it on, and on one connection.
+STREAM_WINDOW = 1 << 20
+CONNECTION_WINDOW = 1 << 23
+#: Streams a client may have open on one connection.
+MAX_STREAMS = 1000
+MAX_FRAME = 16384
+MAX_HEADER_LIST = 64 * 1024
+LAST_STREAM_ID = (1 << 31) - 1
+#: Header blocks kept decoded per connection (`H2Connection.decode`).
+DECODED_BLOCKS = 64
+
+
+class ProtocolViolation(Exception):
+    """The peer broke HTTP/2: the connection ends with GOAWAY ``code``."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    length = len(payload)
+    return pack(">BHBBL", length >> 16, length & 0xFFFF, kind, flags, stream) + payload
+
+
+class Corker:
+    """The connections written to in this iteration of the event loop, flushed at its end."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.dirty: list[H2Connection] = []
+
+    def add(self, connection: H2Connection) -> None:
+        if not self.dirty:
+            self.loop.call_soon(self.flush)
+        self.dirty.append(connection)
+
+    def flush(self) -> None:
+        dirty, self.dirty = self.dirty, []
+        for connection in dirty:
+            connection.flush()
+
+
+class Inbound:
+    """What one stream received and has not credited back to its sender yet."""
+
+    __slots__ = ("connection", "ended", "stream", "unacked")
+
+    def __init__(self, connection: H2Connection, stream: int) -> None:
+        self.connection, self.stream = connection, stream
+        self.unacked = 0
+        self.ended = False
+
+    def credit(self, size: int) -> None:
+        """``size`` bytes of this stream were passed on: the sender may send as many again."""
+        connection = self.connection
+        if connection.closed:
+            return
+        connection.credit(size)
+        if not self.ended:
+            self.unacked += size
+            if self.unacked >= STREAM_WINDOW // 2:
+                connection.write(frame(WINDOW_UPDATE, 0, self.stream, pack(">L", self.unacked)))
+                self.unacked = 0
+
+
+#: A queued item: a DATA payload (or a header block: ``flow`` -1), whether it ends the stream, and
+#: whom to credit with ``flow`` bytes once it is written.
+Item = tuple[bytes, bool, Inbound | None, int]
+
+
+class Outbound:
+    """One stream's sending side: the peer's window for it, and what waits for the window."""
+
+    __slots__ = ("pending", "stream", "window")
+
+    def __init__(self, stream: int, window: int) -> None:
+        self.stream, self.window = stream, window
+        self.pending: deque[Item] = deque()
+
+
+class H2Connection(asyncio.Protocol):
+    """One HTTP/2 connection; subclasses say what its streams mean."""
+
+    #: True: the peer is a client (expect its preface); False: we are the client (send ours).
+    server_side: ClassVar[bool]
+
+    def __init__(self, corker: Corker) -> None:
+        self.corker = corker
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.out: list[bytes] = []
+        self.decoder = hpack.Decoder(max_header_list_size=MAX_HEADER_LIST)
+        self.decoded: dict[bytes, list[Header]] = {}
+        self.peer_window = DEFAULT_WINDOW
+        self.peer_max_frame = MAX_FRAME
+        self.peer_max_streams = LAST_STREAM_ID
+        self.send_window = DEFAULT_WINDOW
+        self.receive_window = CONNECTION_WINDOW
+        self.unacked = 0
+        self.outbound: dict[int, Outbound] = {}
+        self.blocked: dict[int, Outbound] = {}
+        self.continuing: tuple[int, bool, bytearray] | None = None
+        self.size_update = True
+        self.preface = self.server_side
+        self.closed = False
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        settings = pack(">HLHL", 3, MAX_STREAMS, 4, STREAM_WINDOW)
+        if not self.server_side:
+            settings += pack(">HL", 2, 0)  # no server push
+        self.write(
+            (b"" if self.server_side else PREFACE)
+            + frame(SETTINGS, 0, 0, settings)
+            + frame(WINDOW_UPDATE, 0, 0, pack(">L", CONNECTION_WINDOW - DEFAULT_WINDOW))
+        )
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        if self.preface:
+            if len(buffer) < len(PREFACE):
+                if not PREFACE.startswith(buffer):
+                    self.abort()
+                return
+            if not buffer.startswith(PREFACE):
+                self.abort()
+                return
+            del buffer[: len(PREFACE)]
+            self.preface = False
+        position, end = 0, len(buffer)
+        try:
+            while end - position >= 9 and not self.closed:
+                high, low, kind, flags, stream = unpack_from(">BHBBL", buffer, position)
+                length = high << 16 | low
+                if length > MAX_FRAME:
+                    raise ProtocolViolation(FRAME_SIZE_ERROR)
+                if end - position - 9 < length:
+                    break
+                payload = bytes(buffer[position + 9 : position + 9 + length])
+                position += 9 + length
+                self.frame_received(kind, flags, stream & LAST_STREAM_ID, payload)
+        except ProtocolViolation as violation:
+            self.go_away(violation.code)
+            return
+        except struct.error:  # a frame shorter than its type's fields
+            self.go_away(FRAME_SIZE_ERROR)
+            return
+        del buffer[:position]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.out.clear()
+        self.on_lost()
+
+    # Frames in
+    def frame_received(self, kind: int, flags: int, stream: int, payload: bytes) -> None:
+        if self.continuing is not None and kind != CONTINUATION:
+            raise ProtocolViolation(PROTOCOL_ERROR)
+        if kind == DATA:
+            flow = len(payload)
+            self.receive_window -= flow
+            if self.receive_window < 0:
+                raise ProtocolViolation(FLOW_CONTROL_ERROR)
+            self.on_data(stream, unpadded(payload, flags), flow, bool(flags & END_STREAM))
+        elif kind == HEADERS:
+            block = unpadded(payload, flags)
+            if flags & PRIORITY_FLAG:
+                block = block[5:]
+            if flags & END_HEADERS:
+                self.headers_complete(stream, block, bool(flags & END_STREAM))
+            else:
+                self.continuing = (stream, bool(flags & END_STREAM), bytearray(block))
+        elif kind == CONTINUATION:
+            if self.continuing is None or self.continuing[0] != stream:
+                raise ProtocolViolation(PROTOCOL_ERROR)
+            self.continuing[2].extend(payload)
+            if len(self.continuing[2]) > MAX_HEADER_LIST:
+                raise ProtocolViolation(PROTOCOL_ERROR)
+            if flags & END_HEADERS:
+                _, end, block_ = self.continuing
+                self.continuing = None
+                self.headers_complete(stream, bytes(block_), end)
+        elif kind == WINDOW_UPDATE:
+            self.window_update(stream, unpack_from(">L", payload)[0] & LAST_STREAM_ID)
+        elif kind == SETTINGS:
+            if not flags & ACK:
+                self.settings(payload)
+        elif kind == PING:
+            if not flags & ACK:
+                self.write(frame(PING, ACK, 0, payload))
+        elif kind == RST_STREAM:
+            self.drop(stream)
+            self.on_reset(stream, unpack_from(">L", payload)[0])
+        elif kind == GOAWAY:
+            last, code = unpack_from(">LL", payload)
+            self.on_goaway(last & LAST_STREAM_ID, code)
+        elif kind == PUSH_PROMISE:
+            raise ProtocolViolation(PROTOCOL_ERROR)  # refused in our SETTINGS
+
+    def headers_complete(self, stream: int, block: bytes, end: bool) -> None:
+        headers = self.decoded.get(block)
+        if headers is None:
+            headers = self.decode(block)
+        self.on_headers(stream, headers, end)
+
+    def decode(self, block: bytes) -> list[Header]:
+        """``block`` decoded, and kept while the decoder's dynamic table stays as it is: peers send
+        the same bytes for the same headers call after call (indexed fields), and a block that
+        leaves the table unchanged decodes the same way until the table changes."""
+        table = self.decoder.header_table
+        entries = table.dynamic_entries
+        before = (len(entries), entries[0] if entries else None, table.maxsize)
+        try:
+            headers = cast(list[Header], self.decoder.decode(block, raw=True))
+        except hpack.HPACKError:
+            raise ProtocolViolation(COMPRESSION_ERROR) from None
+        after = (len(entries), entries[0] if entries else None, table.maxsize)
+        decoded = self.decoded
+        if after[0] != before[0] or after[1] is not before[1] or after[2] != before[2]:
+            decoded.clear()
+        else:
+            if len(decoded) >= DECODED_BLOCKS:
+                decoded.clear()
+            decoded[block] = headers
+        return headers
+
+    def settings(self, payload: bytes) -> None:
+        opened = False
+        for offset in range(0, len(payload) - 5, 6):
+            key, value = unpack_from(">HL", payload, offset)
+            if key == 1:
+                self.size_update = True
+            elif key == 3:
+                self.peer_max_streams = value
+            elif key == 4:
+                delta, self.peer_window = value - self.peer_window, value
+                for outbound in self.outbound.values():
+                    outbound.window += delta
+                opened = delta > 0
+            elif key == 5:
+                self.peer_max_frame = value
+        self.write(frame(SETTINGS, ACK, 0))
+        if opened:
+            self.unblock()
+
+    def window_update(self, stream: int, increment: int) -> None:
+        if stream == 0:
+            self.send_window += increment
+            self.unblock()
+            return
+        outbound = self.outbound.get(stream)
+        if outbound is not None:
+            outbound.window += increment
+            if outbound.pending:
+                self.push(outbound)
+
+    def credit(self, size: int) -> None:
+        """``size`` bytes received on this connection were passed on."""
+        self.unacked += size
+        if self.unacked >= CONNECTION_WINDOW // 2:
+            self.write(frame(WINDOW_UPDATE, 0, 0, pack(">L", self.unacked)))
+            self.receive_window += self.unacked
+            self.unacked = 0
+
+    # Frames out
+    def open_outbound(self, stream: int) -> Outbound:
+        outbound = self.outbound[stream] = Outbound(stream, self.peer_window)
+        return outbound
+
+    def send_headers(self, outbound: Outbound, block: bytes, end: bool) -> None:
+        if outbound.pending:
+            outbound.pending.append((block, end, None, -1))
+            return
+        self.write_headers(outbound.stream, block, end)
+        if end:
+            self.outbound.pop(outbound.stream, None)
+
+    def write_headers(self, stream: int, block: bytes, end: bool) -> None:
+        if self.size_update:
+            block, self.size_update = TABLE_SIZE_ZERO + block, False
+        flags = END_STREAM if end else 0
+        size = self.peer_max_frame
+        if len(block) <= size:
+            self.write(frame(HEADERS, flags | END_HEADERS, stream, block))
+            return
+        self.write(frame(HEADERS, flags, stream, block[:size]))
+        for start in range(size, len(block), size):
+            last = start + size >= len(block)
+            self.write(frame(CONTINUATION, END_HEADERS if last else 0, stream, block[start : start + size]))
+
+    def send_data(
+        self, outbound: Outbound, data: bytes, end: bool, source: Inbound | None, flow: int
+    ) -> None:
+        """Send ``data`` on ``outbound``'s stream as the windows allow; ``source`` is credited with
+        ``flow`` bytes once all of it is written."""
+        size = len(data)
+        if (
+            not outbound.pending
+            and size <= outbound.window
+            and size <= self.send_window
+            and size <= self.peer_max_frame
+        ):
+            outbound.window -= size
+            self.send_window -= size
+            self.write(frame(DATA, END_STREAM if end else 0, outbound.stream, data))
+            if source is not None:
+                source.credit(flow)
+            if end:
+                self.outbound.pop(outbound.stream, None)
+            return
+        outbound.pending.append((data, end, source, flow))
+        self.push(outbound)
+
+    def push(self, outbound: Outbound) -> None:
+        """Send what waits on ``outbound`` as far as the windows allow."""
+        pending, stream = outbound.pending, outbound.stream
+        while pending:
+            data, end, source, flow = pending[0]
+            if flow < 0:
+                pending.popleft()
+                self.write_headers(stream, data, end)
+            else:
+                allowed = min(outbound.window, self.send_window, self.peer_max_frame)
+                size = len(data)
+                if size > allowed:
+                    if allowed <= 0:
+                        self.blocked[stream] = outbound
+                        return
+                    self.write(frame(DATA, 0, stream, data[:allowed]))
+                    outbound.window -= allowed
+                    self.send_window -= allowed
+                    pending[0] = (data[allowed:], end, source, flow)
+                    continue
+                pending.popleft()
+                self.write(frame(DATA, END_STREAM if end else 0, stream, data))
+                outbound.window -= size
+                self.send_window -= size
+                if source is not None:
+                    source.credit(flow)
+            if end:
+                self.outbound.pop(stream, None)
+        self.blocked.pop(stream, None)
+
+    def unblock(self) -> None:
+        for outbound in list(self.blocked.values()):
+            if self.send_window <= 0:
+                return
+            self.push(outbound)
+
+    def reset(self, stream: int, code: int) -> None:
+        """End ``stream`` with RST_STREAM ``code``, dropping what it had queued."""
+        if not self.closed:
+            self.write(frame(RST_STREAM, 0, stream, pack(">L", code)))
+        self.drop(stream)
+
+    def drop(self, stream: int) -> None:
+        """Forget ``stream``'s queue, crediting its senders (their connection windows)."""
+        outbound = self.outbound.pop(stream, None)
+        self.blocked.pop(stream, None)
+        if outbound is not None:
+            for _, _, source, flow in outbound.pending:
+                if source is not None:
+                    source.credit(flow)
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if not self.out:
+            self.corker.add(self)
+        self.out.append(data)
+
+    def flush(self) -> None:
+        out, self.out = self.out, []
+        if out and self.transport is not None and not self.closed:
+            self.transport.write(b"".join(out))
+
+    def go_away(self, code: int, last_stream: int = 0) -> None:
+        """Tell the peer the connection ends (``code``), and close it."""
+        self.write(frame(GOAWAY, 0, 0, pack(">LL", last_stream, code)))
+        self.close()
+
+    def close(self) -> None:
+        """Close once what was written is sent."""
+        self.flush()
+        if self.transport is not None:
+            self.transport.close()
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    # What subclasses do with streams
+    def on_headers(self, stream: int, headers: list[Header], end: bool) -> None:
+        raise NotImplementedError
+
+    def on_data(self, stream: int, data: bytes, flow: int, end: bool) -> None:
+        raise NotImplementedError
+
+    def on_reset(self, stream: int, code: int) -> None:
+        raise NotImplementedError
+
+    def on_goaway(self, last_stream: int, code: int) -> None:
+        raise NotImplementedError
+
+    def on_lost(self) -> None:
+        raise NotImplementedError
+
+
+def unpadded(payload: bytes, flags: int) -> bytes:
+    if not flags & PADDED:
+        return payload
+    if not payload or payload[0] >= len(payload):
+        raise ProtocolViolation(PROTOCOL_ERROR)
+    return payload[1 : len(payload) - payload[0]]
