@@ -346,7 +346,7 @@ class ServerSettings(DialectSettings, BaseSettings):
     """Ray Serve's name for the server's application. Servers sharing a cluster (``ray_address``) each
     need a name of their own: each deploys, replaces and deletes its own application alone."""
 
-    ray_route_prefix: str = Field("/", pattern=r"^/[^?#]*$")
+    ray_route_prefix: str = Field("/", pattern=r"^(/|(/[^/?#{}]+)+)$")
     """Where the application answers on Ray Serve's proxy. ``/`` (the default) takes the whole proxy,
     which then listens on the server's ``port``. Servers sharing a cluster each take a prefix of their
     own (``/NAME``): the cluster's proxy then listens on ``ray_proxy_port`` and the server's ``port``
