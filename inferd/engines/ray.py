@@ -10,7 +10,6 @@ Ray is an optional extra (``inferd[ray]``): it is imported only when this engine
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib.util
 import logging
@@ -31,6 +30,7 @@ from inferd.dialects.graph.spec import GraphSpec
 from inferd.engines.forward import Forward
 from inferd.engines.http import SignalFreeServer, uvicorn_config
 from inferd.engines.local import Endpoints, OnReady
+from inferd.engines.local import run as run_loop
 from inferd.engines.ray_nodes import (
     HandleGraphDialect,
     NodeReplica,
@@ -348,8 +348,10 @@ def forwarded(settings: Settings, port: int, proxy_port: int) -> Iterator[None]:
     with listen_errors(settings.host, port):
         sock = bind_http(settings.host, port)
     server = SignalFreeServer(uvicorn_config(settings, forward, settings.max_connections))
+    # on uvloop, as the local engine's servers: on asyncio's own loop each forwarded request waited
+    # about 40 ms more (bench/results/ray-shared-2026-11-26.txt)
     thread = threading.Thread(
-        target=asyncio.run, args=(_serve_forward(server, sock, forward),), name="inferd-forward", daemon=True
+        target=run_loop, args=(_serve_forward(server, sock, forward),), name="inferd-forward", daemon=True
     )
     thread.start()
     while not server.started and thread.is_alive():

@@ -302,10 +302,11 @@ class _Parser:
             raise self.fail(where, f"unknown type {kind!r}; expected one of {list(TYPES)}")
         endpoint = self._endpoint(raw.get("endpoint"), where)
         container = self.containers.get(name)
-        server = self._server(raw, implementation, where)
         target = raw.get("target") or (container.env.get("MODEL_NAME") if container else None)
         if target is not None and not isinstance(target, str):
             raise self.fail(where, "'target' must be a string")
+        # code named here or an address to call replaces what the implementation would run
+        server = self._server(raw, implementation, where) if endpoint is None and target is None else None
         if endpoint is None and target is None and server is None and implementation not in BUILTINS:
             raise self.fail(where, self._nothing_to_run(implementation))
         spec = NodeSpec(
@@ -313,7 +314,7 @@ class _Parser:
             type=kind,
             methods=frozenset(methods),
             children=children,
-            target=server.target if server and endpoint is None else target,
+            target=server.target if server else target,
             dialect=str(raw.get("dialect") or ("seldon" if container or server else "auto")),
             endpoint=endpoint,
             implementation=implementation if implementation in BUILTINS else None,

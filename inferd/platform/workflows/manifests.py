@@ -35,11 +35,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferd.core.errors import TargetError
 from inferd.platform.records import Scaling
 from inferd.platform.workflows.layout import Layout, Part, Previous, WorkflowError
+
+if TYPE_CHECKING:
+    from inferd.dialects.graph.spec import GraphSpec
 
 #: Settings of the container that the platform chooses itself (a service listens on loopback).
 PLACED_VARIABLES = frozenset({"INFERD_HOST", "INFERD_PORT", "INFERD_GRPC_PORT", "INFERD_GRPC_ENABLED"})
@@ -91,8 +94,7 @@ def seldon_layout(path: Path, document: dict[str, Any]) -> Layout:
         single = {**document, "spec": {**spec, "predictors": [served]}}
         file = f"{path.stem}-{label}.yaml"
         text = yaml.safe_dump(single, sort_keys=False)
-        _check_graph(path, label, text)
-        _check_model_uris(path, label, predictor.get("graph"))
+        _check_model_uris(path, label, _check_graph(path, label, text))
         count = _replicas(predictor, "replicas")
         folder = path.parent.resolve()
         fixed = Scaling(count, count)
@@ -125,31 +127,26 @@ def _traffic(path: Path, predictor: dict[str, Any], label: str) -> int:
     return traffic
 
 
-def _check_graph(path: Path, predictor: str, text: str) -> None:
-    """What the graph dialect would refuse at start-up, refused now."""
+def _check_graph(path: Path, predictor: str, text: str) -> GraphSpec:
+    """What the graph dialect would refuse at start-up, refused now; else the graph."""
     from inferd.dialects.graph.spec import load
 
     with tempfile.TemporaryDirectory(prefix="inferd-apply-") as scratch:
         single = Path(scratch) / path.name
         single.write_text(text)
         try:
-            load(single)
+            return load(single)
         except TargetError as exc:
             said = exc.message.replace(str(single), str(path))
             raise WorkflowError(f"predictor {predictor!r}: {said}") from None
 
 
-def _check_model_uris(path: Path, predictor: str, node: Any) -> None:
+def _check_model_uris(path: Path, predictor: str, graph: GraphSpec) -> None:
     """Every prepackaged server's ``modelUri`` is in the bundle (a path inside the file's folder) or
-    in object storage that the service fetches from; the graph's shape was checked before."""
-    from inferd.protocols.seldon.prepackaged import RUNS
-
-    if not isinstance(node, dict):
-        return
-    if node.get("implementation") in RUNS:
-        _located(path, str(node["modelUri"]), f"predictor {predictor!r}, node {node.get('name')!r}: modelUri")
-    for child in node.get("children") or []:
-        _check_model_uris(path, predictor, child)
+    in object storage that the service fetches from."""
+    for node in graph.root.walk():
+        if node.model_uri is not None:
+            _located(path, node.model_uri, f"predictor {predictor!r}, node {node.name!r}: modelUri")
 
 
 def _replicas(section: dict[str, Any], key: str) -> int:

@@ -146,3 +146,21 @@ def test_serving_a_bad_graph_fails_before_listening(tmp_path: Path) -> None:
     done = subprocess.run(inferd_command("serve", str(path)), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "node 'r': a router needs children to route to" in " ".join(done.stderr.split())
+
+
+def test_a_prepackaged_server_runs_inferds_class_on_its_model_uri(tmp_path: Path) -> None:
+    node = load(tmp_path, "graph: {name: clf, implementation: SKLEARN_SERVER, modelUri: s3://b/iris/}").root
+    assert (node.target, node.dialect, node.model_uri) == (
+        "inferd.dialects.seldon.prepackaged:SKLearnServer",
+        "seldon",
+        "s3://b/iris/",
+    )
+    assert node.image == "seldonio/sklearnserver"
+
+
+def test_code_or_an_address_replaces_the_prepackaged_server(tmp_path: Path) -> None:
+    """A node that names its code or the server to call runs that, even one inferd cannot run."""
+    remote = "graph: {name: x, implementation: XGBOOST_SERVER, endpoint: {service_host: h, port: 9000}}"
+    assert load(tmp_path, remote).root.endpoint == spec.Endpoint("h", 9000, "REST")
+    local = load(tmp_path, "graph: {name: x, implementation: SKLEARN_SERVER, modelUri: m, target: A}").root
+    assert (local.target, local.model_uri) == ("A", None)
