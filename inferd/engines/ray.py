@@ -15,10 +15,8 @@ import importlib.util
 import logging
 import os
 import signal
-import socket
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,10 +25,8 @@ import inferd
 from inferd.config.settings import Settings
 from inferd.core.errors import EngineError
 from inferd.dialects.graph.spec import GraphSpec
-from inferd.engines.forward import Forward
-from inferd.engines.http import SignalFreeServer, uvicorn_config
+from inferd.engines.forward import Forward, serving
 from inferd.engines.local import Endpoints, OnReady
-from inferd.engines.local import run as run_loop
 from inferd.engines.ray_nodes import (
     HandleGraphDialect,
     NodeReplica,
@@ -39,7 +35,7 @@ from inferd.engines.ray_nodes import (
     node_settings,
     replica_settings,
 )
-from inferd.engines.sockets import bind_http, free_ports, listen_errors
+from inferd.engines.sockets import free_ports
 from inferd.server.app import build_runtime, create_app, models_lifespan
 
 if TYPE_CHECKING:
@@ -344,30 +340,11 @@ def forwarded(settings: Settings, port: int, proxy_port: int) -> Iterator[None]:
     elsewhere, or that routes the prefix to another application, is an EngineError saying so."""
     proxy = f"http://127.0.0.1:{proxy_port}"
     _check_route(proxy, settings.ray_route_prefix, settings.ray_app_name)
-    forward = Forward(proxy + settings.ray_route_prefix, settings.ray_app_name)
-    with listen_errors(settings.host, port):
-        sock = bind_http(settings.host, port)
-    server = SignalFreeServer(uvicorn_config(settings, forward, settings.max_connections))
-    # on uvloop, as the local engine's servers: on asyncio's own loop each forwarded request waited
-    # about 40 ms more (bench/results/ray-shared-2026-11-26.txt)
-    thread = threading.Thread(
-        target=run_loop, args=(_serve_forward(server, sock, forward),), name="inferd-forward", daemon=True
+    forward = Forward(
+        f"127.0.0.1:{proxy_port}", settings.ray_route_prefix, settings.ray_app_name, settings.max_body_size
     )
-    thread.start()
-    while not server.started and thread.is_alive():
-        time.sleep(0.01)
-    try:
+    with serving(forward, settings, port):
         yield
-    finally:
-        server.should_exit = True
-        thread.join(settings.graceful_timeout + 5)
-
-
-async def _serve_forward(server: SignalFreeServer, sock: socket.socket, forward: Forward) -> None:
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        await forward.close()
 
 
 def _check_route(proxy: str, prefix: str, name: str) -> None:

@@ -28,9 +28,7 @@ from collections.abc import Iterable
 from starlette.types import Message, Receive, Scope, Send
 
 from inferd.core.errors import BadGateway, InferdError, NotFound, PayloadTooLarge, RequestTimeout, Unavailable
-from inferd.platform.gateway import metrics
-from inferd.platform.gateway.table import EndpointTable
-from inferd.platform.gateway.upstream import (
+from inferd.engines.upstream import (
     HOP_BY_HOP,
     Connection,
     Pool,
@@ -38,6 +36,8 @@ from inferd.platform.gateway.upstream import (
     UpstreamTimeout,
     connection_tokens,
 )
+from inferd.platform.gateway import metrics
+from inferd.platform.gateway.table import EndpointTable
 from inferd.protocols.status import status_of
 from inferd.server.errors import error_response
 

@@ -1,4 +1,5 @@
-"""The gateway's HTTP/1.1 client: keep-alive connections to one upstream, parsed by httptools.
+"""An HTTP/1.1 client: keep-alive connections to one upstream, parsed by httptools (the platform
+gateway's, and the Ray engine's forwarder, `inferd.engines.forward`).
 
 One `Connection` carries one exchange at a time (no pipelining): the gateway writes a request, then
 reads the answer's head (`head`) and its body piece by piece (`body`); content-length, chunked and
