@@ -26,7 +26,7 @@ from inferd.core.settings import ServerSettings
 from inferd.engines.http import SignalFreeServer, uvicorn_config
 from inferd.engines.local import run
 from inferd.engines.sockets import bind_http, listen_errors, port_of
-from inferd.engines.upstream import HOP_BY_HOP, Pool, UpstreamError
+from inferd.engines.upstream import HOP_BY_HOP, Pool, UpstreamError, relay
 from inferd.server.errors import error_response
 
 logger = logging.getLogger("inferd.engine")
@@ -64,12 +64,8 @@ class Forward:
             reason = f"Ray Serve application '{self.name}' did not answer: {how}"
             await error_response(BadGateway(reason))(scope, receive, send)
             return
-        await send({"type": "http.response.start", "status": status, "headers": headers})
         try:
-            more = True
-            while more:
-                data, more = await connection.body()
-                await send({"type": "http.response.body", "body": data, "more_body": more})
+            await relay(connection, status, headers, send)
         except UpstreamError:  # the answer started: all that is left is to cut it short
             connection.abort()
             return

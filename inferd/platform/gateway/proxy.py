@@ -35,6 +35,7 @@ from inferd.engines.upstream import (
     UpstreamError,
     UpstreamTimeout,
     connection_tokens,
+    relay,
 )
 from inferd.platform.gateway import metrics
 from inferd.platform.gateway.table import EndpointTable
@@ -190,12 +191,8 @@ class Gateway:
                 connection.abort()
             await self.refuse(self.upstream_error(name, error), name, scope, receive, send, upstream)
             return
-        await send({"type": "http.response.start", "status": status, "headers": headers})
         try:
-            more = True
-            while more:
-                data, more = await connection.body()
-                await send({"type": "http.response.body", "body": data, "more_body": more})
+            await relay(connection, status, headers, send)
         except UpstreamError as error:  # the answer started: all that is left is to cut it short
             logger.warning("endpoint '%s': %s cut its answer short: %s", name, upstream, error)
             connection.abort()
