@@ -3,7 +3,9 @@
 ``inferd serve`` runs in the process that then serves (a single worker serves in it), so its command
 is built alone, from its own module: the other command modules, and typer's build of the forty-odd
 other commands and groups (about 50 ms of every start, and the objects kept while serving), are
-left out. Every other command line goes through the whole app.
+left out. Not even typer is loaded when serve's command line is one `inferd.cli.argv` reads (the
+ones a server is started with): typer builds the command only for help and mistakes.
+Every other command line goes through the whole app.
 """
 
 from __future__ import annotations
@@ -14,6 +16,12 @@ from typing import Any
 
 def main() -> None:
     if sys.argv[1:2] == ["serve"]:
+        from inferd.cli import argv
+
+        values = argv.parse(sys.argv[2:])
+        if values is not None:
+            argv.run(values)
+            return
         from inferd.cli.serve import command
 
         command().main(sys.argv[2:], prog_name="inferd serve")

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from inferd.cli.common import FileOption, errors, escape, fail, pair
+from inferd.cli.common import errors, escape, fail, pair
+from inferd.cli.params import FileOption
 
 if TYPE_CHECKING:
     from rich.console import Console

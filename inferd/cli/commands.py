@@ -1,10 +1,11 @@
 """Every command of ``inferd``, registered in the order ``inferd --help`` lists them: one module per
 concern.
 
-serve: serving (``serve``, ``predict``); client: a running server (``models``, ``call``, ``train
---url``); project: project tools (``init``, ``build``, ``export``); abeja and deepaas: those
-platforms' local tools. Every command imports what it runs when it runs, so ``inferd --help`` stays
-quick; ``inferd serve`` does not even build this app (`inferd.cli.main`).
+serve and predict: serving (``serve``) and one prediction in this process (``predict``); client: a
+running server (``models``, ``call``, ``train --url``); project: project tools (``init``, ``build``,
+``export``); abeja and deepaas: those platforms' local tools. Every command imports what it runs when
+it runs, so ``inferd --help`` stays quick; ``inferd serve`` does not even build this app
+(`inferd.cli.main`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from inferd.cli import (
     platform,
     platform_runs,  # noqa: F401  (its run and trigger verbs join `platform.app`)
     platform_verbs,
+    predict,
     project,
     serve,
 )
@@ -55,7 +57,7 @@ def main_options(
 
 app.command("serve", cls=lazy(serve.command))(serve.stand_in)
 app.command(cls=Command)(project.init)
-app.command(cls=Command)(serve.predict)
+app.command(cls=Command)(predict.predict)
 app.command(cls=Command)(deepaas.train)
 app.command("run-local", cls=Command)(abeja.run_local)
 app.command("run-local-server", cls=Command)(abeja.run_local_server)

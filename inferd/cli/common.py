@@ -1,8 +1,9 @@
 """What every command shares: how errors are printed, how options become Settings, the option types
 several commands take.
 
-Nothing heavy is imported here (no server, engine, dialect or numpy): ``inferd --help`` loads only
-typer and this package, and each command imports what it runs when it runs. rich too is imported
+Nothing heavy is imported here (no server, engine, dialect or numpy, not even typer, which a serving
+process does without: see `inferd.cli.argv`): ``inferd --help`` loads only typer and this package,
+and each command imports what it runs when it runs. rich too is imported
 when something is printed with it (`errors`, `escape`): ``inferd serve`` is the serving process,
 which prints only its ready line and JSON logs and so never loads it.
 """
@@ -11,9 +12,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
-
-import typer
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -23,12 +22,6 @@ if TYPE_CHECKING:
     from inferd.server.app import Runtime
 
 USAGE_ERROR = 2
-ArgOption = Annotated[
-    list[str] | None, typer.Option("--arg", "-a", help="DEEPaaS argument KEY=VALUE (repeatable).")
-]
-FileOption = Annotated[
-    list[str] | None, typer.Option("--file", "-f", help="DEEPaaS file argument FIELD=PATH (repeatable).")
-]
 DIALECT_HELP = "Handler convention: auto, native, seldon, deepaas, cortex, abeja, graph or repository."
 ABEJA_STYLE_HELP = "ABEJA handler style: auto, 18.10 (generator) or 19.04 (request handler)."
 
@@ -50,6 +43,8 @@ def escape(text: str) -> str:
 
 def fail(message: str, code: int = USAGE_ERROR, instead: str | None = None) -> NoReturn:
     """Print ``message`` (and the command to type ``instead``, when there is one) and exit."""
+    import typer
+
     errors().print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     if instead:
         errors().print(f"[bold]try:[/] {escape(instead)}", highlight=False, soft_wrap=True)

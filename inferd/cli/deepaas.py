@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from inferd.cli.common import ArgOption, FileOption, errors, fail, settings_from
+from inferd.cli.common import errors, fail, settings_from
+from inferd.cli.params import ArgOption, FileOption
 
 
 def train(

@@ -17,21 +17,6 @@ from typer.core import TyperCommand, TyperGroup
 
 from inferd.cli.common import escape
 
-#: The panels of `inferd serve --help`, shown after typer's own Arguments and Options in the order of
-#: ``options.PANELS``.
-SERVER = "Server"
-LOGGING = "Logging"
-WORKERS = "Workers and scaling"
-RAY = "Ray Serve"
-BATCHING = "Batching"
-LIMITS = "Limits"
-ACCESS = "Access"
-SELDON = "Seldon"
-GRAPHS = "Inference graphs"
-DEEPAAS = "DEEPaaS"
-ABEJA = "ABEJA"
-REPOSITORY = "Model repository"
-
 
 def tidy(params: list[Any]) -> None:
     """Escape rich markup in each help text and give flags an empty type label (once per parameter)."""

@@ -6,7 +6,9 @@ Hand-written here are only what a field cannot say: which help panel an option s
 fields land in the Server panel), the few names that differ from the field's (today's and the
 platforms' spellings), the fields that are no option, and the platforms' other names for ``--port``
 and ``--host``. Importing this module imports the settings (pydantic), so ``inferd --help`` does not:
-``serve`` is built from here only when it runs or shows its own help (see ``help.Lazy``).
+``serve`` is built from here only when it runs or shows its own help (see ``help.Lazy``). It imports
+no typer either: `inferd.cli.argv` reads a serving process's command line from these tables alone,
+and typer is imported by the functions that build the click command.
 """
 
 from __future__ import annotations
@@ -16,16 +18,31 @@ import re
 import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-import typer
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
-from typer.core import TyperCommand
 
-from inferd.cli import help as panel
 from inferd.config.settings import Settings
 from inferd.core.settings_docs import describe
+
+if TYPE_CHECKING:
+    from typer.core import TyperCommand
+
+#: The panels of `inferd serve --help`, shown after typer's own Arguments and Options in the order of
+#: `PANELS`.
+SERVER = "Server"
+LOGGING = "Logging"
+WORKERS = "Workers and scaling"
+RAY = "Ray Serve"
+BATCHING = "Batching"
+LIMITS = "Limits"
+ACCESS = "Access"
+SELDON = "Seldon"
+GRAPHS = "Inference graphs"
+DEEPAAS = "DEEPaaS"
+ABEJA = "ABEJA"
+REPOSITORY = "Model repository"
 
 #: Fields that are no option, and why (docs/settings.md says how else they are set).
 EXCLUDED = {
@@ -37,42 +54,42 @@ EXCLUDED = {
 #: "Options" panel (what is served). A field not listed here is shown at the end of the Server panel.
 PANELS: dict[str | None, tuple[str, ...]] = {
     None: ("dialect", "name", "model_version"),
-    panel.SERVER: (
+    SERVER: (
         *("host", "port", "grpc_port", "grpc_enabled", "metrics_port", "data_dir"),
         *("model_cache_dir", "model_cache_size", "install_requirements", "graceful_timeout"),
     ),
-    panel.LOGGING: (
+    LOGGING: (
         *("log_level", "log_format", "access_log", "payload_log_url", "payload_log_mode"),
         *("payload_log_sample", "payload_log_queue", "payload_log_namespace", "payload_log_timeout"),
         "tracing",
     ),
-    panel.WORKERS: (
+    WORKERS: (
         *("workers", "isolate", "hang_timeout", "restart_wait", "worker_memory_limit"),
         *("memory_check_interval", "predict_in_thread"),
     ),
-    panel.RAY: (
+    RAY: (
         *("engine", "replicas", "autoscale", "ray_address", "ray_app_name", "ray_route_prefix"),
         *("ray_proxy_port", "ray_haproxy", "ray_num_cpus"),
         *("ray_max_ongoing_requests", "ray_target_ongoing_requests", "ray_user_code_thread"),
     ),
-    panel.BATCHING: (
+    BATCHING: (
         "max_batch_size",
         "max_batch_time_ms",
         "max_queue_size",
         "max_concurrency",
         "model_settings",
     ),
-    panel.LIMITS: (
+    LIMITS: (
         *("request_timeout", "max_body_size", "max_header_size", "header_timeout"),
         *("keep_alive_timeout", "max_connections", "max_upload_files", "max_upload_size"),
         *("grpc_max_message_size", "max_image_pixels", "max_video_seconds"),
     ),
-    panel.ACCESS: ("auth_tokens", "allowed_origins", "allowed_hosts"),
-    panel.SELDON: ("service_type", "parameters"),
-    panel.GRAPHS: ("graph_node_timeout", "graph_startup_timeout"),
-    panel.DEEPAAS: ("model_name", "base_path", "predict_endpoint", "train_endpoint", "doc_endpoint", "warm"),
-    panel.ABEJA: ("abeja_style",),
-    panel.REPOSITORY: ("repository", "repository_poll", "max_loaded_models"),
+    ACCESS: ("auth_tokens", "allowed_origins", "allowed_hosts"),
+    SELDON: ("service_type", "parameters"),
+    GRAPHS: ("graph_node_timeout", "graph_startup_timeout"),
+    DEEPAAS: ("model_name", "base_path", "predict_endpoint", "train_endpoint", "doc_endpoint", "warm"),
+    ABEJA: ("abeja_style",),
+    REPOSITORY: ("repository", "repository_poll", "max_loaded_models"),
 }
 
 #: Option names that are not ``--field-name``: a list's option names one item (repeatable), and
@@ -106,9 +123,9 @@ class Alias:
 
 
 ALIASES = {
-    "http_port": Alias("port", "Seldon's name for --port.", panel.SELDON),
-    "listen_ip": Alias("host", "DEEPaaS's name for --host.", panel.DEEPAAS),
-    "listen_port": Alias("port", "DEEPaaS's name for --port.", panel.DEEPAAS),
+    "http_port": Alias("port", "Seldon's name for --port.", SELDON),
+    "listen_ip": Alias("host", "DEEPaaS's name for --host.", DEEPAAS),
+    "listen_port": Alias("port", "DEEPaaS's name for --port.", DEEPAAS),
 }
 
 
@@ -146,12 +163,14 @@ def fields(model: type[BaseSettings] = Settings) -> list[tuple[str, str | None]]
     """Every option's field of ``model`` with its panel, in the order they are shown."""
     listed = [(name, shown_in) for shown_in, names in PANELS.items() for name in names]
     known = {name for name, _ in listed} | set(EXCLUDED)
-    return listed + [(name, panel.SERVER) for name in model.model_fields if name not in known]
+    return listed + [(name, SERVER) for name in model.model_fields if name not in known]
 
 
 def parameters(model: type[BaseSettings] = Settings) -> list[inspect.Parameter]:
     """The keyword parameters of ``serve``'s callback: TARGET, one option per field of ``model``, the
     aliases."""
+    import typer
+
     target = typer.Argument(
         metavar="TARGET",
         help="path/model.py:Class, module:Class, a directory or config file; "
@@ -163,7 +182,7 @@ def parameters(model: type[BaseSettings] = Settings) -> list[inspect.Parameter]:
     for name, shown_in in fields(model):
         by_panel.setdefault(shown_in, []).append(_option(name, model.model_fields[name], shown_in))
     for name, alias in ALIASES.items():
-        kind = _kind(alias.field, model.model_fields[alias.field])
+        kind = option_kind(alias.field, model.model_fields[alias.field])
         option = typer.Option(help=alias.help, rich_help_panel=alias.panel, metavar=METAVARS[kind])
         by_panel.setdefault(alias.panel, []).append(_keyword(name, Annotated[kind | None, option]))
     return made + [parameter for group in by_panel.values() for parameter in group]
@@ -184,6 +203,8 @@ def command(
 ) -> TyperCommand:
     """The click command running ``callback(**values)`` with the parameters generated from ``model``."""
 
+    import typer
+
     def serve(**values: Any) -> Any:
         return callback(**values)
 
@@ -203,8 +224,10 @@ def _keyword(name: str, annotation: Any) -> inspect.Parameter:
 
 
 def _option(name: str, field: FieldInfo, shown_in: str | None) -> inspect.Parameter:
-    choices = _choices(field.annotation)
-    kind = Literal[tuple(choices)] if choices else _kind(name, field)
+    import typer
+
+    choices = option_choices(field.annotation)
+    kind = Literal[tuple(choices)] if choices else option_kind(name, field)
     help = first_sentence(field.description)
     if choices:
         help += f" One of: {', '.join(choices)}."
@@ -220,7 +243,7 @@ def _option(name: str, field: FieldInfo, shown_in: str | None) -> inspect.Parame
     return _keyword(name, Annotated[kind | None, option])
 
 
-def _kind(name: str, field: FieldInfo) -> Any:
+def option_kind(name: str, field: FieldInfo) -> Any:
     """The Python type typer parses an option of ``field`` as (a list: repeatable)."""
     annotation = _without_none(field.annotation)
     if get_origin(annotation) is list:
@@ -230,14 +253,15 @@ def _kind(name: str, field: FieldInfo) -> Any:
     raise TypeError(f"setting {name!r} of type {annotation} has no option: name it in EXCLUDED")
 
 
-def _choices(annotation: Any) -> list[str] | None:
+def option_choices(annotation: Any) -> list[str] | None:
     """The values a Literal field (or one that is a bool or a Literal) takes, as typed on a command line."""
     annotation = _without_none(annotation)
     if get_origin(annotation) is Literal:
         return [str(value) for value in get_args(annotation)]
     if get_origin(annotation) in (Union, types.UnionType):
         parts = [
-            _choices(part) or (["true", "false"] if part is bool else None) for part in get_args(annotation)
+            option_choices(part) or (["true", "false"] if part is bool else None)
+            for part in get_args(annotation)
         ]
         if all(parts):
             return [value for part in parts for value in part or ()]

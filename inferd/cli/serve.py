@@ -1,31 +1,22 @@
-"""``inferd serve`` and ``inferd predict``: argv → Settings → engine. No serving logic lives here: the
-engines serve, this module only turns options, a project's ``inferd.yaml`` and a platform's environment
-into one Settings object."""
+"""``inferd serve``: argv → Settings → engine. No serving logic lives here: the engines serve, this
+module only turns options, a project's ``inferd.yaml`` and a platform's environment into one Settings
+object.
+
+It imports no typer: a serving process whose command line `inferd.cli.argv` reads calls `serve`
+without it (typer and the command it builds are about 2 MiB of every server, issue 26); `command`
+builds the typer command for every other command line (help, errors)."""
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
-from typer.core import TyperCommand
+from typing import TYPE_CHECKING, Any
 
 from inferd.cli import hints
-from inferd.cli.common import (
-    DIALECT_HELP,
-    ArgOption,
-    FileOption,
-    fail,
-    load_project,
-    read,
-    runtime_or_exit,
-    settings_from,
-)
-from inferd.cli.help import Command
+from inferd.cli.common import fail, load_project, runtime_or_exit, settings_from
 
 if TYPE_CHECKING:
+    from typer.core import TyperCommand
+
     from inferd.config.project import Project
     from inferd.config.settings import Settings
 
@@ -34,6 +25,7 @@ def command() -> TyperCommand:
     """``inferd serve``: its options generated from the settings (imported here, not for ``inferd
     --help``)."""
     from inferd.cli import options
+    from inferd.cli.help import Command
 
     return options.command(serve, Command)
 
@@ -89,7 +81,7 @@ def serve(target: str | None, **values: Any) -> None:
             code = 0
     except (ModelLoadError, ListenError, EngineError) as exc:
         fail(exc.message, code=1)
-    raise typer.Exit(code)
+    raise SystemExit(code)  # as typer.Exit(code) would end the command, without importing typer
 
 
 def stand_in() -> None:
@@ -115,51 +107,3 @@ def _with_platform_environment(project: Project, instead: str | None = None) -> 
         fail(f"invalid platform environment variable: {exc}")
     fresh = {key: value for key, value in found.items() if key not in settings.model_fields_set}
     return settings_from(**{**settings.model_dump(exclude_unset=True), **fresh, "dialect": dialect.name})
-
-
-def predict(
-    target: Annotated[
-        str, typer.Argument(help="What to load, as for `inferd serve` (a DEEPaaS model name).")
-    ],
-    input: Annotated[
-        str | None, typer.Option("--input", "-i", help="A V2 inference request JSON file, or - for stdin.")
-    ] = None,
-    dialect: Annotated[str | None, typer.Option(help=DIALECT_HELP)] = None,
-    model: Annotated[str | None, typer.Option(help="Model to call when the target serves several.")] = None,
-    arg: ArgOption = None,
-    file: FileOption = None,
-) -> None:
-    """Run one prediction in this process: V2 JSON in and out, or DEEPaaS --arg/--file arguments."""
-    from inferd.cli.deepaas import deepaas_call
-    from inferd.core.errors import InferdError
-    from inferd.engines import local
-    from inferd.protocols.status import error_message
-    from inferd.protocols.v2.http_codec import decode_request, encode_response
-    from inferd.server.logging import configure_logging
-
-    if dialect == "deepaas":
-        deepaas_call("predict", target, arg or [], file or [])
-        return
-    if input is None:
-        fail("missing --input: a V2 inference request JSON file, or - for stdin")
-    settings = settings_from(target=target, dialect=dialect, log_level="warning")
-    configure_logging(settings.log_level)
-    runtime = runtime_or_exit(settings)
-    body = sys.stdin.buffer.read() if input == "-" else read(Path(input))
-
-    async def once() -> bytes:
-        await runtime.registry.load_all()
-        try:
-            request = decode_request(body, None)
-            name = model or runtime.registry.names()[0]
-            response = await runtime.dataplane.infer(name, None, request, "cli")
-            content, _ = encode_response(response, request)
-            return content
-        finally:
-            await runtime.registry.unload_all()
-
-    try:
-        content = local.run(once())
-    except InferdError as exc:
-        fail(error_message(exc), code=1)
-    sys.stdout.write(content.decode() + "\n")

@@ -74,8 +74,11 @@ class ModelCall(Generic[M]):
         self._series.end(self._started, self.ok and kind is None)
         entry = self._entry
         entry.inflight -= 1
-        if entry.idle is not None and entry.inflight == 0:  # the last call out wakes a waiting unload
-            entry.idle.set()
+        if entry.inflight == 0:
+            if entry.idle is not None:  # the last call out wakes a waiting unload
+                entry.idle.set()
+            if entry.on_idle is not None:  # and the loads waiting for room
+                entry.on_idle()
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,21 @@ class ModelLoadError(InferdError):
     """Loading a model failed; the message says why."""
 
 
+class StoredObjectMissing(ModelLoadError):
+    """Object storage (or an http(s) server) has no object, prefix or bucket of the URI a model,
+    repository or bundle is fetched from (or written to)."""
+
+
+class StorageAccessDenied(ModelLoadError):
+    """This server has no credentials for the URI it must fetch or write, or the store refused them:
+    the server's configuration, not the caller's token, is what to fix."""
+
+
+class StorageUnavailable(ModelLoadError):
+    """The store did not answer (connection refused, no answer in time), answered with a 5xx, or
+    broke off a transfer: this server's upstream failed, so a retry later may succeed."""
+
+
 class RetryLater(InferdError):
     """The request could not be answered now but may be on a retry, after ``retry_after`` seconds."""
 

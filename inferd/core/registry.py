@@ -10,10 +10,9 @@ when first called and the least recently used are unloaded to make room (Ray Ser
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -24,6 +23,7 @@ from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS
 from inferd.core.model import Model, resolve
 from inferd.core.names import name_problem
 from inferd.core.repository import ModelFactory, ModelSource, Scan, ServedModel
+from inferd.core.slots import Slots
 from inferd.core.types import ModelMetadata
 
 logger = logging.getLogger("inferd.registry")
@@ -73,17 +73,19 @@ class ModelEntry:
     held: bool = False
     #: Calls inside the model now (`inferd.core.dataplane.ModelCall`); unloading waits for them.
     inflight: int = 0
+    #: Calls waiting for its load: with calls inside it, they keep it from being unloaded for room.
+    waiting: int = 0
+    #: Called by the last call leaving the model, so loads waiting for room look again.
+    on_idle: Callable[[], None] | None = field(default=None, repr=False)
     #: How long its last load took (None: never loaded here).
     load_seconds: float | None = None
     #: Its loads in a row that took over `QUICK_LOAD` since one that did not (None: none did yet, or
     #: `SLOW_LOADS` did since): below `SLOW_LOADS`, it loads on the event loop.
     slow_loads: int | None = None
-    #: When the model was last called, on the registry's clock (least recently used is evicted).
-    used: int = 0
     idle: asyncio.Event | None = field(default=None, repr=False)
-    #: Done when the load a call started for it has finished: the other calls of it wait for that
-    #: load rather than each queueing a load of their own (None: no call is loading it).
-    loading: asyncio.Future[None] | None = field(default=None, repr=False)
+    #: Its load under way (None: none is): every call of it, and an explicit load, waits for that
+    #: load rather than starting its own.
+    loading: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
     def ready(self) -> bool:
@@ -109,12 +111,14 @@ class ModelRegistry:
         self.drain_seconds = drain_seconds
         self._entries: dict[str, dict[str | None, ModelEntry]] = {}
         self._latest: dict[str, ModelEntry] = {}
-        self._clock = itertools.count(1)
-        #: Loads (on demand or not), explicit unloads and refreshes run one at a time, so room is
-        #: made once per load.
+        #: Explicit loads and unloads and refreshes run one at a time; loads for calls do not wait
+        #: for them (each takes its own slot).
         self._changing = asyncio.Lock()
-        #: The entries with a model loaded: what makes room considers.
-        self._loaded: dict[ModelEntry, None] = {}
+        #: The entries loaded or loading, least recently used first.
+        self._slots: Slots[ModelEntry] = Slots(max_loaded)
+        #: Loads take their slots in the order they came: a load waiting for a model to go idle is
+        #: not overtaken by one that came later and found that model first.
+        self._admitting = asyncio.Lock()
 
     def add(self, name: str, factory: ModelFactory, version: str | None = None) -> ModelEntry:
         return self.add_served(ServedModel(name, factory, version))
@@ -221,42 +225,81 @@ class ModelRegistry:
                 await self._unload(entry)
 
     async def ensure_loaded(self, name: str, version: str | None = None) -> ModelEntry:
-        """The entry of ``name``, loaded for a call now if it was not (making room when ``max_loaded``
-        models already are), and marked as just used. A model unloaded on request stays unloaded.
-        Loads run one at a time (side by side, they evict each other before they are called: with
-        16 calls over 50 models and 10 slots, p99 triples), while loaded models keep answering. The
-        calls of a model that is being loaded, or waits for its turn to be, share that load: they go
-        on as soon as it is loaded (or fail with its error) instead of queueing behind the other
-        models' loads, by when the least recently used rule may have unloaded it again."""
+        """The entry of ``name``, loaded for a call now if it was not, and marked as just used. A
+        model unloaded on request stays unloaded. Loads of distinct models run side by side, each in
+        a slot of ``max_loaded`` it takes as it starts (`inferd.core.slots`), while loaded models
+        keep answering; the calls of a model being loaded share its load (they go on once it is
+        loaded, or fail with its error), and a model with calls inside it or waiting for it is
+        never unloaded to make room, so no call finds its model unloaded again before using it."""
         entry = self.entry(name, version)
-        entry.used = next(self._clock)
-        while not entry.ready and not entry.held:
-            if entry.loading is not None:
-                await asyncio.shield(entry.loading)  # once loaded it is the most recently used
-            elif not await self._load_for_calls(entry, name, version):
-                break
+        if not entry.ready:
+            entry = await self._wait_loaded(name, version)
+        self._slots.touch(entry)
         return entry
 
-    async def _load_for_calls(self, entry: ModelEntry, name: str, version: str | None) -> bool:
-        """Load ``entry``, what ``name`` at ``version`` named, for the calls waiting for it
-        (`ensure_loaded`); False when there was nothing to load: it is loaded (but its model says it
-        is not ready), was unloaded on request, or is no longer what they named (new files)."""
-        loading = entry.loading = asyncio.get_running_loop().create_future()
+    async def _wait_loaded(self, name: str, version: str | None) -> ModelEntry:
+        """The entry ``name`` at ``version`` names once it is loaded (the new one if its files
+        changed meanwhile), unloaded on request, or loaded but not ready."""
+        while True:
+            entry = self.entry(name, version)
+            if entry.state is ModelState.READY or entry.held:
+                return entry
+            entry.waiting += 1
+            try:
+                await asyncio.shield(entry.loading or self._start_load(entry, for_calls=True))
+            except BaseException:
+                entry.waiting -= 1
+                if not entry.waiting and not entry.inflight:  # it may be unloaded for room now
+                    self._slots.wake()
+                raise
+            entry.waiting -= 1  # the call enters the model before anything else runs
+
+    def _start_load(self, entry: ModelEntry, *, for_calls: bool) -> asyncio.Task[None]:
+        """A task loading ``entry``, which the calls waiting for it share: a call that is cancelled
+        (its client left) does not cancel it for the others. ``for_calls``: not when it was
+        unloaded on request or replaced (new files) while waiting for room."""
+        loading = entry.loading = asyncio.get_running_loop().create_task(self._load_in_slot(entry, for_calls))
+        loading.add_done_callback(_retrieve)
+        return loading
+
+    async def _load_in_slot(self, entry: ModelEntry, for_calls: bool) -> None:
+        admitted = False
         try:
-            async with self._changing:
-                current = self.entry(name, version) is entry
-                if entry.state is ModelState.READY or entry.held or not current:
-                    return False
-                await self._load(entry)
-                return True
-        except Exception as exc:
-            loading.set_exception(exc)
-            loading.exception()  # its waiters raise it; nobody else needs to hear of it
-            raise
+            await self._admit(entry)
+            admitted = True
+            if for_calls and (entry.held or not self._registered(entry)):
+                return
+            await self._load_now(entry)
         finally:
             entry.loading = None
-            if not loading.done():  # loaded, or the loading call was cancelled: the others look again
-                loading.set_result(None)
+            if admitted and entry.state is not ModelState.READY:  # not loaded: its slot is free again
+                if entry.state is ModelState.LOADING:  # cancelled
+                    entry.state, entry.reason = ModelState.UNAVAILABLE, NOT_LOADED
+                self._slots.give_back(entry)
+
+    async def _admit(self, entry: ModelEntry) -> None:
+        """Take a slot for ``entry``: a free one, else the least recently used idle model's, which is
+        unloaded now. While every loaded model is busy (calls inside it or waiting for it, or
+        loading), wait for one to go idle; after ``drain_seconds`` of that, the least recently used
+        loaded one is unloaded once its calls are answered, as an explicit unload is."""
+        slots = self._slots
+        async with self._admitting:
+            while entry in slots:  # its unload (to make room, after its calls) is not over yet
+                await slots.wait(self.drain_seconds)
+            while slots.full():
+                victim = slots.least_recent(_idle)
+                if victim is None and not await slots.wait(self.drain_seconds):
+                    victim = slots.least_recent(_loaded)
+                if victim is not None and self._begin_unload(victim):
+                    logger.info("unloading model %s, the least recently used, to make room", _label(victim))
+                    await self._finish_unload(victim)
+            slots.take(entry)
+        entry.on_idle = slots.wake if slots.limit is not None else None
+
+    def _registered(self, entry: ModelEntry) -> bool:
+        """``entry`` is still what its name and version name (not replaced by new files, nor
+        removed)."""
+        return self._entries.get(entry.name, {}).get(entry.version) is entry
 
     async def load_all(self) -> None:
         """Load every model; when models load on demand, none (they load when first called)."""
@@ -271,24 +314,12 @@ class ModelRegistry:
             await asyncio.gather(*(self._unload(entry) for entry in self.entries()))
 
     async def _load(self, entry: ModelEntry) -> None:
-        """Load ``entry`` (``_changing`` held), while the models it makes room for are unloaded (each
-        after its calls in flight)."""
-        if entry.state is ModelState.READY:
-            return
-        draining = []
-        for victim in self._claim_room(entry):
-            if victim.inflight:  # unloaded beside the load, once its calls are answered
-                draining.append(self._finish_unload(victim))
-            else:
-                await self._finish_unload(victim)
-        if not draining:
-            await self._load_now(entry)
-            return
-        unloading = asyncio.gather(*draining)
-        try:
-            await self._load_now(entry)
-        finally:
-            await unloading
+        """Load ``entry`` (an explicit load, ``_changing`` held): after the load of it under way, if
+        any (its failure is this one's), and in a slot of its own."""
+        if entry.loading is not None:
+            await asyncio.shield(entry.loading)
+        if entry.state is not ModelState.READY:
+            await asyncio.shield(self._start_load(entry, for_calls=False))
 
     async def _load_now(self, entry: ModelEntry) -> None:
         entry.state, entry.reason = ModelState.LOADING, ""
@@ -310,8 +341,6 @@ class ModelRegistry:
             entry.slow_loads = 0
         elif entry.slow_loads is not None:
             entry.slow_loads = entry.slow_loads + 1 if entry.slow_loads + 1 < SLOW_LOADS else None
-        entry.used = next(self._clock)
-        self._loaded[entry] = None
         MODEL_LOADS.labels(entry.name, "ok").inc()
         logger.info("model %s loaded in %.2f s", _label(entry), seconds)
 
@@ -325,22 +354,10 @@ class ModelRegistry:
             return model.load()
         return await asyncio.to_thread(model.load)
 
-    def _claim_room(self, entry: ModelEntry) -> list[ModelEntry]:
-        """The least recently used loaded models to unload so that ``entry`` fits within
-        ``max_loaded``, each marked unloading at once (no call enters it)."""
-        if self.max_loaded is None:
-            return []
-        taken = [other for other in self._loaded if other is not entry]
-        excess = len(taken) - self.max_loaded + 1
-        if excess <= 0:
-            return []
-        taken.sort(key=lambda other: other.used)
-        victims = [victim for victim in taken[:excess] if self._begin_unload(victim)]
-        for victim in victims:
-            logger.info("unloading model %s, the least recently used, to make room", _label(victim))
-        return victims
-
     async def _unload(self, entry: ModelEntry) -> None:
+        """Unload ``entry`` once its calls have finished, and its load, if one is under way."""
+        if entry.loading is not None:
+            await asyncio.wait([entry.loading])  # its failure is its callers' to hear
         if self._begin_unload(entry):
             await self._finish_unload(entry)
 
@@ -355,12 +372,12 @@ class ModelRegistry:
         """Wait for the calls inside ``entry`` to finish (at most ``drain_seconds``), then unload."""
         await self._drain(entry)
         model, entry.model, entry.metadata = entry.model, None, None
-        self._loaded.pop(entry, None)
         try:
             if model is not None:
                 await resolve(model.unload())
         finally:
             entry.state, entry.reason = ModelState.UNAVAILABLE, UNLOADED
+            self._slots.give_back(entry)
             MODEL_UNLOADS.labels(entry.name).inc()
             logger.info("model %s unloaded", _label(entry))
 
@@ -483,6 +500,21 @@ def _entry(served: ServedModel) -> ModelEntry:
         served.cache,
         served.dialect,
     )
+
+
+def _idle(entry: ModelEntry) -> bool:
+    """Loaded, with no call inside it or waiting for it: unloading it for room costs no call."""
+    return entry.state is ModelState.READY and not entry.inflight and not entry.waiting
+
+
+def _loaded(entry: ModelEntry) -> bool:
+    return entry.state is ModelState.READY
+
+
+def _retrieve(loading: asyncio.Task[None]) -> None:
+    """Mark a load's failure as heard: the calls waiting for it raise it, and nobody else need."""
+    if not loading.cancelled():
+        loading.exception()
 
 
 def _label(entry: ModelEntry) -> str:

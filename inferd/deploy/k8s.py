@@ -35,6 +35,9 @@ Manifest = dict[str, Any]
 #: The CPU and memory a server container requests: the HPA's utilisation is relative to them.
 REQUESTS = {"cpu": "1", "memory": "1Gi"}
 CPU_TARGET_PERCENT = 70
+#: The gauge of requests a server holds (`inferd.core.metrics.IN_FLIGHT`), by which a platform
+#: service's HPA scales.
+IN_FLIGHT_METRIC = "inferd_requests_in_flight"
 #: How long a pod may take to load its models before Kubernetes restarts it: 60 x 5 s.
 STARTUP_FAILURES = 60
 RAY_SERVE_PORT = 8000
@@ -145,9 +148,12 @@ def deployment(project: Project, image: str) -> list[Manifest]:
     ]
 
 
-def workload(name: str, image: str, command: list[str], variables: dict[str, str]) -> list[Manifest]:
-    """A Deployment of one pod running ``command`` (an ``inferd serve``, HTTP on `HTTP_PORT`, gRPC off)
-    in ``image`` with ``variables``, and its Service: what the platform exports for one service."""
+def workload(
+    name: str, image: str, command: list[str], variables: dict[str, str], replicas: int = 1
+) -> list[Manifest]:
+    """A Deployment of ``replicas`` pods running ``command`` (an ``inferd serve``, HTTP on
+    `HTTP_PORT`, gRPC off) in ``image`` with ``variables``, and its Service: what the platform exports
+    for one service."""
     container = {
         "name": "inferd",
         "image": image,
@@ -170,7 +176,7 @@ def workload(name: str, image: str, command: list[str], variables: dict[str, str
             "kind": "Deployment",
             "metadata": _metadata(name),
             "spec": {
-                "replicas": 1,
+                "replicas": replicas,
                 "selector": {"matchLabels": _labels(name)},
                 "template": {"metadata": {"labels": _labels(name)}, "spec": {"containers": [container]}},
             },
@@ -185,6 +191,41 @@ def workload(name: str, image: str, command: list[str], variables: dict[str, str
             },
         },
     ]
+
+
+def concurrency_autoscaler(name: str, low: int, high: int, target: float) -> Manifest:
+    """An HPA (autoscaling/v2) keeping Deployment ``name`` between ``low`` and ``high`` pods by the
+    requests each holds, `IN_FLIGHT_METRIC` averaged over its pods against ``target``: the rule of
+    the platform's own autoscaler (``ceil(total in flight / target)`` pods), so a service scales on
+    Kubernetes as it did on the platform. A Pods metric: the cluster needs a custom metrics adapter
+    (prometheus-adapter) serving the pods' ``/metrics`` gauge, summed over its labels, by that name."""
+    metric = {"name": IN_FLIGHT_METRIC}
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _metadata(name),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": low,
+            "maxReplicas": high,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": metric,
+                        "target": {"type": "AverageValue", "averageValue": quantity(target)},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def quantity(value: float) -> str:
+    """``value`` as a Kubernetes quantity: ``2`` for a whole number, else thousandths (``1500m``)."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{round(value * 1000)}m"
 
 
 def http_route(

@@ -15,7 +15,7 @@ from pathlib import Path
 from inferd.storage.errors import StorageError, StorageNotFound
 from inferd.storage.locations import scheme
 from inferd.storage.remote import Remote
-from inferd.storage.upload import check_prefix, put
+from inferd.storage.upload import check_prefix, is_http, put
 
 _CHUNK = 1 << 20
 
@@ -24,6 +24,8 @@ class BundleCopies:
     """Bundles under a storage prefix; ``check_seconds`` bounds the first request of each look."""
 
     def __init__(self, prefix: str, check_seconds: float = 10.0) -> None:
+        if is_http(prefix):  # an http(s) server is written file by file but lists no prefix
+            raise StorageError(prefix, "the artifact store needs object storage: use s3:// or gs://", "use")
         self.prefix = check_prefix(prefix)
         self.check_seconds = check_seconds
 

@@ -12,7 +12,9 @@ A local service runs as replicas, each an ``inferd serve`` of its own on its own
 endpoints balance a service's share of their requests over its ready replicas (`Platform.scale`
 starts and retires them, `inferd.platform.scaling` decides how many). A replica joins the data path
 once its server is ready and leaves it before it is stopped, after its in-flight requests are
-answered.
+answered. Each replica is restarted and given up on (``failed``) by the runner's `RestartPolicy`,
+as a service is; the service's ``reason`` shows a troubled replica's while its own server runs, and
+the next scaling starts a failed replica again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import BinaryIO
 from inferd.core.errors import Conflict, InvalidInput, NotFound
 from inferd.platform.artifacts import ArtifactStore, Bundle
 from inferd.platform.datapath import DataPath
+from inferd.platform.model_sources import check_model_source
 from inferd.platform.records import (
     Deployment,
     Endpoint,
@@ -43,7 +46,7 @@ from inferd.platform.records import (
 )
 from inferd.platform.routing import DRAIN_SECONDS, Routing, address
 from inferd.platform.runs import Runs
-from inferd.platform.services import LocalRunner, ServiceSpec, StateChange
+from inferd.platform.services import LocalRunner, RestartPolicy, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
 from inferd.platform.store import Store
 
@@ -55,12 +58,20 @@ LIVE_STATES = (ServiceState.STARTING, ServiceState.RUNNING)
 class Platform:
     """Deployments, versions, services and endpoints of one control process."""
 
-    def __init__(self, store: Store, artifacts: ArtifactStore, path: DataPath, root: Path) -> None:
+    def __init__(
+        self,
+        store: Store,
+        artifacts: ArtifactStore,
+        path: DataPath,
+        root: Path,
+        policy: RestartPolicy | None = None,
+    ) -> None:
         self.store, self.artifacts, self.path = store, artifacts, path
         #: Unpacked versions, one folder per service (a service may write into its folder).
         self.services_root = root / "services"
         self.log_dir = root / "logs"
-        self.runner = LocalRunner(self._changed)
+        #: Every replica's process, each restarted and given up on by ``policy``.
+        self.runner = LocalRunner(self._changed, policy=policy)
         #: Runs and triggers (`inferd.platform.runs`).
         self.runs = Runs(store, artifacts, root)
         #: The endpoints as the data path has them: each service's ready replicas by its weight.
@@ -114,11 +125,13 @@ class Platform:
     ) -> Service:
         """Record a service of ``version_id`` and start it; it is ``starting`` until its server is ready.
         ``engine`` ``ray`` runs it on Ray Serve (InvalidInput when Ray is not installed), which scales
-        it itself between ``scaling``'s bounds."""
+        it itself between ``scaling``'s bounds. A version whose model is a storage URI the store has
+        not got, refuses or cannot be reached records nothing (`check_model_source`)."""
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         if engine == "ray" and importlib.util.find_spec("ray") is None:
             raise InvalidInput("the ray engine needs Ray Serve beside inferd: pip install 'inferd[ray]'")
+        await check_model_source(version.target, {**version.environment, **(environment or {})})
         scaling = scaling or Scaling()
         service = self.store.add_service(
             found.id,
@@ -140,6 +153,7 @@ class Platform:
             if service.state in LIVE_STATES:
                 return service
             version = self.store.version(service.version_id)
+            await check_model_source(version.target, {**version.environment, **service.environment})
             folder = await self._unpacked(service, version)
             service = self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
             await self.runner.start(self._spec(service, version, folder))
@@ -186,8 +200,10 @@ class Platform:
             await self._reconcile(service.id)
         return self.store.service(service_id)
 
-    async def _reconcile(self, service_id: str) -> None:
-        """Start the replicas a live local service lacks, retire those beyond what it wants."""
+    async def _reconcile(self, service_id: str, retry_failed: bool = True) -> None:
+        """Start the replicas a live local service lacks (and, with ``retry_failed``, those its
+        restart policy gave up on: a request to scale is one to try again), retire those beyond
+        what it wants."""
         service = self.store.service(service_id)
         if service.engine != "local" or service.state not in LIVE_STATES:
             return
@@ -195,9 +211,12 @@ class Platform:
         version = self.store.version(service.version_id)
         folder = await self._unpacked(service, version)
         for number in range(1, service.replicas):
-            if number not in have:
+            replica = have.get(number)
+            if replica is None:
                 replica = self.store.add_replica(service.id, number)
-                await self.runner.start(self._replica_spec(self._spec(service, version, folder), replica))
+            elif not (retry_failed and replica.state is ServiceState.FAILED):
+                continue
+            await self.runner.start(self._replica_spec(self._spec(service, version, folder), replica))
         extra = sorted((r for n, r in have.items() if n >= service.replicas), key=lambda r: -r.number)
         await asyncio.gather(*(self._retire(service, replica) for replica in extra))
 
@@ -216,6 +235,7 @@ class Platform:
         if replica.id in self.runner.service_ids():
             await self.runner.stop(replica.id)
         self.store.delete_replica(replica.id)
+        self._show_replicas_reason(replica.service_id)
         self.routing.changed(replica.service_id)
 
     async def delete_service(self, service_id: str) -> None:
@@ -287,7 +307,7 @@ class Platform:
         for endpoint in self.store.endpoints():
             await self.routing.publish(endpoint)
         for service in self.store.services():
-            await self._reconcile(service.id)
+            await self._reconcile(service.id, retry_failed=False)  # adopt() started them again
         await self.runs.restore()
 
     def detach(self) -> None:
@@ -314,13 +334,38 @@ class Platform:
             "restarts": change.restarts,
         }
         if number == 0:
+            if change.state is ServiceState.RUNNING:  # its own reason gone: its replicas' may show
+                values["reason"] = self._replicas_reason(service_id)
             self.store.update_service(service_id, **values)
         else:
             try:
                 self.store.update_replica(runner_id, **values)
             except NotFound:  # retired meanwhile
                 return
+            self._show_replicas_reason(service_id)
         self.routing.changed(service_id)
+
+    def _replicas_reason(self, service_id: str) -> str:
+        """Why a replica of the service is not running, for the service's record: the first replica
+        backing off after a failed start or crash (its reason says when it starts again), or given
+        up on (``failed``); empty when every replica runs or starts for the first time."""
+        for replica in sorted(self.store.replicas(service_id), key=lambda replica: replica.number):
+            if replica.state is ServiceState.FAILED:
+                return f"replica {replica.number} failed: {replica.reason}"
+            if replica.state is ServiceState.STARTING and replica.reason:
+                return f"replica {replica.number}: {replica.reason}"
+        return ""
+
+    def _show_replicas_reason(self, service_id: str) -> None:
+        """The service's reason says its replicas' while its own server runs (else it says its own)."""
+        try:
+            service = self.store.service(service_id)
+        except NotFound:
+            return
+        if service.state is ServiceState.RUNNING:
+            reason = self._replicas_reason(service_id)
+            if reason != service.reason:
+                self.store.update_service(service_id, reason=reason)
 
     async def _unpacked(self, service: Service, version: Version) -> Path:
         """The service's folder, its version's bundle unpacked there once (fetched first, from the

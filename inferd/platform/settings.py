@@ -36,7 +36,8 @@ class PlatformSettings(ServerSettings):
     service or run needs a bundle this machine lacks. Unset: the data folder only."""
 
     max_bundle_size: int = Field(512 * 1024 * 1024, ge=1)
-    """Largest version archive (bytes) an upload may hold, packed or unpacked."""
+    """Largest version archive (bytes) an upload may hold, packed or unpacked; also the largest file
+    uploaded to a channel of the ABEJA-compatible DataLake API."""
 
     max_api_body_size: int = Field(1024 * 1024, ge=1)
     """Largest body (bytes) of a control API request other than an archive upload (those take

@@ -180,6 +180,26 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (service_id, number)
     );
     """,
+    # 6: the ABEJA DataLake's channels and the content type and metadata of files uploaded to them
+    # (`inferd.platform.abeja.channel_index`); the files themselves are in the DataLake folder
+    """
+    CREATE TABLE abeja_channels (
+        channel_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        archived INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE abeja_files (
+        channel_id TEXT NOT NULL,
+        file_id TEXT NOT NULL,
+        content_type TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        uploaded_at TEXT NOT NULL,
+        PRIMARY KEY (channel_id, file_id)
+    );
+    """,
 )
 
 #: A service in these states runs nothing, so it may be deleted (and its deployment with it).

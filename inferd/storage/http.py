@@ -43,6 +43,8 @@ def explain_aiohttp(exc: BaseException, settings: str) -> Explanation | None:
         return StorageNotFound, f"the server answers {exc.status} {exc.message}; check the URL"
     if isinstance(exc, aiohttp.ClientResponseError) and exc.status in (401, 403):
         return StorageDenied, f"the server answers {exc.status} {exc.message}"
+    if isinstance(exc, aiohttp.ClientResponseError) and exc.status >= 500:
+        return StorageUnreachable, f"the server answers {exc.status} {exc.message}; try again later"
     return None
 
 

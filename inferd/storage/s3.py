@@ -8,7 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import s3fs
-from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+)
 
 from inferd.storage.backends import Backend, Explanation, said
 from inferd.storage.errors import StorageDenied, StorageUnreachable
@@ -39,6 +44,12 @@ def explain(exc: BaseException) -> Explanation | None:
         )
     if isinstance(exc, EndpointConnectionError | ConnectTimeoutError):
         return StorageUnreachable, f"the S3 endpoint does not answer ({said(exc)}); check {SETTINGS}"
+    if isinstance(exc, ClientError):
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        if status >= 500:  # after botocore's retries
+            return StorageUnreachable, f"the S3 endpoint answers {status} ({said(exc)}); try again later"
+        if status in (401, 403):
+            return StorageDenied, f"the S3 endpoint refuses the credentials ({said(exc)}); check {SETTINGS}"
     return None
 
 

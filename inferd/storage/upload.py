@@ -1,6 +1,7 @@
 """Writing to object storage: a local folder's files put under a storage prefix, each as one object
 that appears whole or not at all (one PUT, or a multipart upload completed by one call), so whoever
-reads the prefix never sees half a file. The platform's runs write their answers with it."""
+reads the prefix never sees half a file; or under an http(s) location, each file one PUT
+(`inferd.storage.http_upload`). The platform's runs write their answers with it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from inferd.storage.backends import Backend, backend_for
-from inferd.storage.errors import StorageError, StorageNotFound
+from inferd.storage.errors import StorageError, StorageNotFound, shown
+from inferd.storage.http_upload import put_files, target, with_slash
 from inferd.storage.locations import scheme
 from inferd.storage.remote import explained
 
@@ -17,38 +19,52 @@ WRITE = "write"
 
 
 def check_prefix(prefix: str) -> str:
-    """``prefix`` ending with '/', when its scheme is one inferd writes to (a store of folders, with
-    a bucket named); `StorageError` otherwise. Its library is imported, nothing is sent."""
-    backend = backend_for(prefix, scheme(prefix) or "")
-    if not backend.folders:
-        raise StorageError(prefix, "an http(s) server takes no uploads; use s3:// or gs://", WRITE)
+    """``prefix`` ending with '/' (an http(s) URL: its path), when its scheme is one inferd writes to
+    and it names a bucket or host; `StorageError` otherwise. Nothing is sent."""
+    if is_http(prefix):
+        if not urlsplit(prefix).netloc:
+            raise StorageError(prefix, "the URL names no host", WRITE)
+        return with_slash(prefix)
+    backend_for(prefix, scheme(prefix) or "")
     if not urlsplit(prefix).netloc:
         raise StorageError(prefix, "the URI names no bucket", WRITE)
     return prefix if prefix.endswith("/") else prefix + "/"
 
 
+def is_http(uri: str) -> bool:
+    return scheme(uri) in ("http", "https")
+
+
 def upload(folder: Path, prefix: str) -> list[str]:
     """Put every file under ``folder`` at ``prefix`` + its path relative to ``folder``; the URIs
-    written, in order. A `StorageError` names the URI that could not be written (those before it
-    are). The first file goes through the backend's quick filesystem, so an unreachable store fails
-    in seconds, not after the library's minutes of retries; the others keep the usual retries."""
+    written, in order, as they may be shown (without a query string). A `StorageError` names the
+    URI that could not be written (those before it are). The first file goes through the backend's
+    quick filesystem, so an unreachable store fails in seconds, not after the library's minutes of
+    retries; the others keep the usual retries. Under an http(s) URL each file is PUT at the URL's
+    path followed by the file's (`inferd.storage.http_upload.target`)."""
     prefix = check_prefix(prefix)
-    backend = backend_for(prefix, scheme(prefix) or "")
     files = sorted(path for path in folder.rglob("*") if path.is_file())
+    if is_http(prefix):
+        return put_files([(file, target(prefix, file.relative_to(folder).as_posix())) for file in files])
+    backend = backend_for(prefix, scheme(prefix) or "")
     written: list[str] = []
     filesystem = backend.filesystem(True)
     for file in files:
-        target = prefix + file.relative_to(folder).as_posix()
-        _put(backend, filesystem, file, target)
+        uri = prefix + file.relative_to(folder).as_posix()
+        _put(backend, filesystem, file, uri)
         if not written:
             filesystem = backend.filesystem(False)
-        written.append(target)
+        written.append(shown(uri))
     return written
 
 
 def put(file: Path, uri: str) -> None:
-    """Put one file as the object ``uri`` (quick to fail on an unreachable store, as above)."""
+    """Put one file as the object ``uri`` (quick to fail on an unreachable store, as above; an
+    http(s) URL: one PUT)."""
     check_prefix(uri)
+    if is_http(uri):
+        put_files([(file, uri)])
+        return
     backend = backend_for(uri, scheme(uri) or "")
     _put(backend, backend.filesystem(True), file, uri)
 

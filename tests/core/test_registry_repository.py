@@ -250,6 +250,17 @@ async def test_calls_of_a_loading_model_share_its_load_while_loaded_models_answe
     assert SlowToLoad.loads == [("big", "thread")]  # one load for the four calls
 
 
+async def test_a_call_that_gives_up_does_not_stop_the_load_for_the_others() -> None:
+    registry = ModelRegistry(Folder(slow_to_load("big", 0.3)), max_loaded=2)
+    dataplane = plane(registry)
+    await registry.refresh()
+    first, second = (asyncio.create_task(answer(dataplane, "big")) for _ in range(2))
+    await asyncio.sleep(0.05)
+    first.cancel()  # the call that started the load: its client left
+    assert await second == 10.0
+    assert SlowToLoad.loads == [("big", "thread")]  # loaded once, not again for the second call
+
+
 async def test_calls_of_a_model_that_fails_to_load_share_the_failure() -> None:
     registry = ModelRegistry(Folder(slow_to_load("bad", 0.1, broken=True)), max_loaded=2)
     dataplane = plane(registry)

@@ -1,6 +1,6 @@
 """What a serving process imports (issue 26): ``inferd serve --no-grpc`` loads no grpc or protobuf, no
-code of a dialect other than the one it serves, no other command's code and no CLI presentation
-library (rich).
+code of a dialect other than the one it serves, no other command's code, no CLI presentation
+library (rich) and no typer (its command line is read by `inferd.cli.argv`).
 
 Each test runs the real ``inferd serve`` (``python -m inferd``, through runpy) in a subprocess that
 writes its ``sys.modules`` to a file when it exits; it is asked one inference first, so what the
@@ -102,6 +102,7 @@ def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_d
     assert other_dialects(modules, "native") == set()
     assert "typer.rich_utils" not in modules  # scikit-learn itself imports rich (sklearn.callback)
     assert OTHER_COMMANDS & modules == set()  # serve's command is built alone
+    assert {name for name in modules if name.split(".")[0] == "typer"} == set()  # nor even that
 
 
 def test_a_server_of_a_model_that_imports_no_rich_loads_no_rich(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """A local HTTP file server for storage tests: serves files from a dict with an ETag, counts the GETs
-of each path, and can truncate a response or hold it back (stdlib ThreadingHTTPServer in a thread)."""
+of each path, and can truncate a response or hold it back; takes files by PUT as a WebDAV server
+does (stdlib ThreadingHTTPServer in a thread)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ class FileServer:
     files: dict[str, Served] = field(default_factory=dict)
     gets: Counter[str] = field(default_factory=Counter)
     refuse: bool = False  # answer every request 403, as a store does to unknown credentials
+    failing: int = 0  # a status (5xx) to answer every request with, as a store that is down does
+    #: Each PUT taken: its path, its query string and the length it announced (None: chunked).
+    puts: list[tuple[str, str, int | None]] = field(default_factory=list)
 
     def put(
         self, path: str, body: bytes, truncated: bool = False, delay: float = 0.0, etag: bool = True
@@ -45,10 +49,23 @@ def _handler(server: FileServer) -> type[BaseHTTPRequestHandler]:
             server.gets[self.path] += 1
             self._answer(with_body=True)
 
+        def do_PUT(self) -> None:
+            length = self.headers.get("Content-Length")
+            body = self.rfile.read(int(length)) if length is not None else b""
+            if server.refuse or server.failing:
+                self.send_error(server.failing or 403)
+                return
+            path, _, query = self.path.partition("?")
+            server.puts.append((path, query, None if length is None else int(length)))
+            server.files[path] = Served(body)
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def _answer(self, with_body: bool) -> None:
             served = server.files.get(self.path)
-            if server.refuse:
-                self.send_error(403)
+            if server.refuse or server.failing:
+                self.send_error(server.failing or 403)
                 return
             if served is None:
                 self.send_error(404)

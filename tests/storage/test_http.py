@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from inferd.protocols.status import status_of
 from inferd.storage import ModelCache, StorageError
-from inferd.storage.errors import IncompleteDownload, StorageNotFound, StorageUnreachable
+from inferd.storage.errors import IncompleteDownload, StorageDenied, StorageNotFound, StorageUnreachable
 from tests.servers import free_port
 from tests.storage.files_server import FileServer
 
@@ -76,6 +77,34 @@ def test_a_refused_connection_is_unreachable(cache: ModelCache) -> None:
     url = f"http://127.0.0.1:{free_port()}/m.onnx"
     with pytest.raises(StorageUnreachable, match=f"cannot fetch {re.escape(url)}: cannot connect"):
         cache.fetch(url)
+
+
+def test_each_failure_of_the_store_has_the_status_its_cause_deserves(
+    files: FileServer, cache: ModelCache
+) -> None:
+    """Missing 404, refused 403, a store that fails (5xx) or does not answer 502, a URI's query string
+    (a pre-signed URL's signature) never in the message."""
+    secret = "X-Amz-Signature=feedbeef0123"
+    url = files.put("/m.onnx", b"model")
+    files.failing = 503
+    with pytest.raises(
+        StorageUnreachable, match=f"cannot fetch {re.escape(url)}: the server answers 503"
+    ) as down:
+        cache.fetch(f"{url}?{secret}")
+    files.failing = 0
+    files.refuse = True
+    with pytest.raises(StorageDenied) as denied:
+        cache.fetch(f"{url}?{secret}")
+    files.refuse = False
+    with pytest.raises(StorageNotFound) as missing:
+        cache.fetch(f"{files.url}/nope.onnx")
+    closed = f"http://127.0.0.1:{free_port()}/m.onnx?{secret}"
+    with pytest.raises(StorageUnreachable) as unreachable:
+        cache.fetch(closed)
+    statuses = [status_of(found.value).http for found in (down, denied, missing, unreachable)]
+    assert statuses == [502, 403, 404, 502]
+    for found in (down, denied, unreachable):
+        assert secret not in str(found.value) and "feedbeef0123" not in str(found.value)
 
 
 def test_a_uri_refetched_at_a_new_version_lets_its_old_version_go(files: FileServer, tmp_path: Path) -> None:

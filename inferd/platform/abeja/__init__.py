@@ -1,6 +1,6 @@
-"""The ABEJA-compatible API of the control process: ``abeja model ...`` from ABEJA's published CLI
-(and its SDK) works against inferd when ``ABEJA_API_URL`` points at the control API. See
-docs/platform-abeja.md."""
+"""The ABEJA-compatible API of the control process: ``abeja model ...`` and ``abeja datalake ...``
+from ABEJA's published CLI (and its SDK) work against inferd when ``ABEJA_API_URL`` points at the
+control API. See docs/platform-abeja.md."""
 
 from inferd.platform.abeja.credentials import AbejaCredentials
 from inferd.platform.abeja.presign import Presigner

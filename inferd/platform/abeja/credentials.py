@@ -15,8 +15,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.platform.abeja.presign import Presigner
 
-#: The paths ABEJA's clients call: its API and the data path of its endpoints.
-ABEJA_PREFIXES = ("/organizations/", "/deployments/")
+#: The paths ABEJA's clients call: its API, the data path of its endpoints and its DataLake's files.
+ABEJA_PREFIXES = ("/organizations/", "/deployments/", "/channels/")
 
 
 def is_abeja_path(path: str) -> bool:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
+
+from starlette.requests import Request
 
 #: How long an upload or download URL works.
 LIFETIME_SECONDS = 3600
@@ -26,6 +28,11 @@ class Presigner:
         """The query string that makes ``path`` work for ``method`` without other credentials."""
         expires = int((time.time() if now is None else now) + LIFETIME_SECONDS)
         return urlencode({"expires": expires, "signature": self._sign(method, path, expires)})
+
+    def url(self, request: Request, method: str, path: str, now: float | None = None) -> str:
+        """``path`` (unquoted, as the server will see it) on the server ``request`` reached, presigned."""
+        base = str(request.base_url).rstrip("/")
+        return f"{base}{quote(path)}?{self.query(method, path, now)}"
 
     def valid(self, method: str, path: str, expires: str | None, signature: str | None) -> bool:
         if not expires or not signature or not expires.isdigit() or int(expires) < time.time():

@@ -5,7 +5,8 @@ to. Any organization id is accepted and echoed: one control process is one organ
 
 A version arrives in two calls, as on ABEJA: ``POST .../versions`` answers the version's id and a
 presigned ``upload_url`` (kept pending in memory, nothing stored), and the ``PUT`` of the archive to it
-stores the bundle and the version under that id. Runs and triggers are `AbejaRuns`'.
+stores the bundle and the version under that id. Runs and triggers are `AbejaRuns`'; the DataLake's
+channels (under the organization) and files (under ``/channels``) are `DatalakeChannels`'.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from inferd.platform.abeja.bodies import (
     NewVersion,
     parse,
 )
+from inferd.platform.abeja.channel_folders import ChannelFolders
+from inferd.platform.abeja.channel_index import ChannelIndex
+from inferd.platform.abeja.channels import DatalakeChannels
 from inferd.platform.abeja.extras import Extras, ServiceExtras, VersionExtras
 from inferd.platform.abeja.forward import Forwarder
 from inferd.platform.abeja.presign import LIFETIME_SECONDS, Presigner
@@ -168,7 +172,7 @@ class AbejaAPI:
             deployment.id, body.version, extras, time.time() + LIFETIME_SECONDS
         )
         path = request.url.path.rstrip("/") + f"/{version_id}/source"
-        upload_url = f"{_base(request)}{path}?{self.presigner.query('PUT', path)}"
+        upload_url = self.presigner.url(request, "PUT", path)
         return JSONResponse(
             {
                 "deployment_id": deployment.id,
@@ -258,7 +262,7 @@ class AbejaAPI:
         """Where to fetch the version's archive: a presigned URL, as ABEJA answered an S3 one."""
         await self.version(request)  # NotFound as for a read
         path = request.url.path.removesuffix("/download") + "/source.tar.gz"
-        return JSONResponse({"download_uri": f"{_base(request)}{path}?{self.presigner.query('GET', path)}"})
+        return JSONResponse({"download_uri": self.presigner.url(request, "GET", path)})
 
     async def archive(self, request: Request) -> Response:
         deployment = self.deployment(request)
@@ -391,20 +395,23 @@ def _alias(deployment: Deployment, endpoint: Endpoint) -> str:
     return endpoint.name.removeprefix(f"{deployment.name}.")
 
 
-def _base(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
-
-
 DATA_METHODS = ["GET", "POST", "PUT"]
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
-def routes(api: AbejaAPI, runs: AbejaRuns) -> list[BaseRoute]:
+def routes(api: AbejaAPI, runs: AbejaRuns, channels: DatalakeChannels) -> list[BaseRoute]:
     """The table: (path, methods, handler); a route whose methods change state is a `ControlRoute`."""
     d = "/deployments/{deployment}"
     r, t = f"{d}/runs/{{run}}", f"{d}/triggers/{{trigger}}"
+    c = "/channels/{channel}"
     table: list[tuple[str, list[str], Handler]] = [
         ("", ["GET"], api.organization),
+        ("/channels", ["GET"], channels.list_channels),
+        ("/channels", ["POST"], channels.create_channel),
+        (c, ["GET"], channels.channel),
+        (c, ["PATCH"], channels.update_channel),
+        (f"{c}/archive", ["POST"], channels.archive),
+        (f"{c}/unarchive", ["POST"], channels.unarchive),
         ("/deployments", ["GET"], api.deployments),
         ("/deployments", ["POST"], api.create_deployment),
         (d, ["GET"], api.deployment_record),
@@ -442,14 +449,21 @@ def routes(api: AbejaAPI, runs: AbejaRuns) -> list[BaseRoute]:
         (f"{d}/git", ALL_METHODS, api.not_built),
         (f"{d}/git/{{rest:path}}", ALL_METHODS, api.not_built),
     ]
+    # the DataLake's files, outside the organization as ABEJA has them
+    files: list[tuple[str, list[str], Handler]] = [
+        (c, ["GET"], channels.list_files),
+        (f"{c}/upload", ["POST"], channels.upload),
+        (f"{c}/{{file}}", ["GET"], channels.file),
+        (f"{c}/{{file}}", ["DELETE"], channels.delete_file),
+        (f"{c}/{{file}}/content", ["GET"], channels.content),
+        (f"{c}/{{file}}/metadata", ["PUT"], channels.put_metadata),
+    ]
     upload = BodyLimit(api.max_upload, "INFERD_MAX_BUNDLE_SIZE")
     built: list[BaseRoute] = [
-        SizedControlRoute(PREFIX + path, abeja_errors(handler), methods=methods, body_limit=upload)
-        if handler == api.upload
-        else (Route if methods == ["GET"] else ControlRoute)(
-            PREFIX + path, abeja_errors(handler), methods=methods
-        )
-        for path, methods, handler in table
+        SizedControlRoute(path, abeja_errors(handler), methods=methods, body_limit=upload)
+        if handler in (api.upload, channels.upload)
+        else (Route if methods == ["GET"] else ControlRoute)(path, abeja_errors(handler), methods=methods)
+        for path, methods, handler in [(PREFIX + path, m, h) for path, m, h in table] + files
     ]
     # the data path: inference, which changes nothing (a plain route, like the gateway's), with the
     # gateway's body limit
@@ -469,4 +483,6 @@ def abeja_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRou
     root = settings.data_dir / "platform"
     datalake = Datalake(settings.abeja_datalake_dir or root / "datalake", root / "abeja-outputs")
     api = AbejaAPI(platform, settings)
-    return routes(api, AbejaRuns(platform, datalake, api.extras))
+    folders = ChannelFolders(datalake.root)
+    channels = DatalakeChannels(folders, ChannelIndex(platform.store.path), api.presigner, api.max_upload)
+    return routes(api, AbejaRuns(platform, datalake, api.extras), channels)

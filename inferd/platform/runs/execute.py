@@ -60,7 +60,8 @@ class Job:
     python: str = sys.executable
     #: Told the process id of each process started (to end it if the control process dies).
     started: Callable[[int], None] = field(default=lambda pid: None)
-    #: The storage prefix ``output`` is uploaded to once the run is done, for the log's lines.
+    #: The storage prefix or http(s) location ``output`` is uploaded to once the run is done (shown:
+    #: without its query string), for the log's lines.
     destination: str | None = None
 
     def where(self, path: Path) -> str:

@@ -62,8 +62,9 @@ def check_inputs(inputs: Iterable[str]) -> list[str]:
 
 def check_output(output: str) -> str:
     """Where the answers go, as the run records it: an absolute local folder that is not a file
-    (created when the run starts), or a storage prefix (``s3://bucket/out/``, the '/' added) the
-    answers are uploaded under once written; nothing is sent to the store before the run starts."""
+    (created when the run starts), or a storage prefix (``s3://bucket/out/``, the '/' added) or an
+    http(s) location (each answer PUT under it) the answers are uploaded under once written; nothing
+    is sent to the store before the run starts."""
     _check_text("output", output)
     if is_remote(output):
         _check_scheme("output", output)

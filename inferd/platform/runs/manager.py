@@ -33,7 +33,7 @@ from inferd.platform.services.logs import ServiceLog
 from inferd.platform.services.sessions import SIGKILL, running, signal_session
 from inferd.platform.store import FINAL_RUN_STATES, Store
 from inferd.storage.cache import ModelCache, cache_of
-from inferd.storage.errors import StorageError
+from inferd.storage.errors import StorageError, shown
 from inferd.storage.locations import is_remote
 from inferd.storage.upload import upload
 
@@ -188,7 +188,7 @@ class Runs:
                 if run.state is not RunState.PENDING:
                     return
                 self.store.update_run(run_id, state=RunState.RUNNING)
-                log.note(f"run {run_id}: {len(run.inputs)} input(s) into {run.output}")
+                log.note(f"run {run_id}: {len(run.inputs)} input(s) into {shown(run.output)}")
                 state, reason = await self._execute(run, work, log)
             if not self._closing:
                 log.note(f"{state.value}{': ' + reason if reason else ''}")
@@ -210,8 +210,8 @@ class Runs:
 
     async def _execute(self, run: Run, work: Path, log: ServiceLog) -> tuple[RunState, str]:
         version = self.store.version(run.version_id)
-        # answers bound for object storage are written in the run's work folder (removed whatever
-        # happens), then uploaded
+        # answers bound for object storage or an http(s) location are written in the run's work
+        # folder (removed whatever happens), then uploaded
         remote = is_remote(run.output)
         output = work / "output" if remote else Path(run.output)
         try:
@@ -229,7 +229,7 @@ class Runs:
                 log,
                 token=self.token,
                 started=lambda pid: self._started(run.id, pid),
-                destination=run.output if remote else None,
+                destination=shown(run.output) if remote else None,
             )
             outcome = await execute(job)
             if remote:

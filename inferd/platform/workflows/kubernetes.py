@@ -3,7 +3,8 @@ control API. Each service an endpoint routes to (or mirrors to) becomes a Deploy
 running its version's image; each endpoint a Gateway API ``HTTPRoute`` under ``/e/NAME`` (as the
 gateway serves it) whose ``backendRefs`` carry the endpoint's weights, and whose ``RequestMirror``
 filter copies the shadow's share. One YAML file per service and per endpoint, for ``kubectl apply -f
-DIR``."""
+DIR``. A service that autoscales (``min_replicas < max_replicas``) gets a HorizontalPodAutoscaler
+on the requests in flight per pod."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inferd.deploy.image import kubernetes_name
-from inferd.deploy.k8s import Manifest, http_route, to_yaml, workload
+from inferd.deploy.k8s import Manifest, concurrency_autoscaler, http_route, to_yaml, workload
 from inferd.platform.workflows.control import Control, quoted
 from inferd.platform.workflows.layout import WorkflowError
 
@@ -58,7 +59,9 @@ def _service(
     service: dict[str, Any], version: dict[str, Any], name: str, deployment: dict[str, Any], target: Target
 ) -> list[Manifest]:
     """The service's server: ``inferd serve`` on its version's target (relative to the image's
-    working directory, the project's folder), with its workers and environment."""
+    working directory, the project's folder), with its workers and environment; ``min_replicas`` pods,
+    and an HPA between its bounds when it autoscales (`concurrency_autoscaler`: on the requests each
+    pod holds, aiming at its ``target_concurrency``, as the platform's autoscaler does)."""
     if service.get("engine", "local") != "local":
         raise WorkflowError(
             f"service {service['id']} runs on {service['engine']}: export-k8s writes local services "
@@ -78,7 +81,12 @@ def _service(
         version=version["id"],
         digest=version["digest"].removeprefix("sha256:")[:12],
     )
-    return workload(name, image, command, variables)
+    low, high = max(1, int(service.get("min_replicas", 1))), int(service.get("max_replicas", 1))
+    manifests = workload(name, image, command, variables, replicas=low)
+    if high > low:
+        per_pod = float(service.get("target_concurrency", 1.0))
+        manifests.append(concurrency_autoscaler(name, low, high, per_pod))
+    return manifests
 
 
 def _route(endpoint: dict[str, Any], names: dict[str, str], target: Target) -> Manifest:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import textwrap
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -190,23 +192,112 @@ def test_without_polling_the_repository_api_loads_and_unloads(tmp_path: Path) ->
         client.close()
 
 
+def loaded(url: str) -> set[str]:
+    """The models the server has loaded now (V2 repository index)."""
+    index = httpx.post(f"{url}/v2/repository/index", timeout=10).json()
+    return {entry["name"] for entry in index if entry["state"] == "READY"}
+
+
 def test_at_most_n_models_are_loaded_the_least_recently_used_unloaded(tmp_path: Path) -> None:
     root = tmp_path / "models"
     for name, factor in (("a", 1.0), ("b", 2.0), ("c", 3.0)):
         write(root / name, {"model.py": native(factor)})
     with serve(f"--repository={root}", "--max-loaded-models", "2") as server:
         url = server.http_url
-
-        def loaded() -> set[str]:
-            index = httpx.post(f"{url}/v2/repository/index", timeout=10).json()
-            return {entry["name"] for entry in index if entry["state"] == "READY"}
-
-        assert loaded() == set()
+        assert loaded(url) == set()
         assert y_of(url, "a", 1.0) == [1.0] and y_of(url, "b", 1.0) == [2.0]
-        assert loaded() == {"a", "b"}
+        assert loaded(url) == {"a", "b"}
         assert y_of(url, "a", 1.0) == [1.0]
         assert y_of(url, "c", 1.0) == [3.0]
-        assert loaded() == {"a", "c"}
+        assert loaded(url) == {"a", "c"}
+
+
+def waits_for(go: Path) -> str:
+    """A native model whose calls answer ``y = x`` once the file ``go`` exists."""
+    return textwrap.dedent(f"""
+        import asyncio
+        from pathlib import Path
+
+        import inferd
+
+        class Waiter(inferd.Model):
+            async def predict(self, inputs):
+                while not Path({str(go)!r}).exists():
+                    await asyncio.sleep(0.01)
+                return {{"y": inputs["x"]}}
+    """)
+
+
+def test_a_model_with_a_call_inside_it_is_not_unloaded_to_make_room(tmp_path: Path) -> None:
+    root, go = tmp_path / "models", tmp_path / "go"
+    write(root / "busy", {"model.py": waits_for(go)})
+    for name, factor in (("a", 1.0), ("b", 2.0)):
+        write(root / name, {"model.py": native(factor)})
+    with serve(f"--repository={root}", "--max-loaded-models", "2") as server, ThreadPoolExecutor(1) as pool:
+        url = server.http_url
+        busy = pool.submit(y_of, url, "busy", 5.0)
+        while "busy" not in loaded(url):  # loaded, and its call inside it
+            time.sleep(0.02)
+        assert y_of(url, "a", 1.0) == [1.0]
+        # busy is the least recently used, but its call is still inside it: a makes room for b
+        assert y_of(url, "b", 1.0) == [2.0]
+        assert loaded(url) == {"busy", "b"}
+        go.touch()
+        assert busy.result(timeout=30) == [5.0]
+
+
+def logs_its_loads(log: Path, factor: float) -> str:
+    """A native model answering ``y = x * factor`` whose load takes half a second; its loads
+    (begun and done) and unloads are appended to ``log`` as lines "load NAME", "loaded NAME",
+    "unload NAME"."""
+    return textwrap.dedent(f"""
+        import os
+        import time
+
+        import inferd
+
+        def note(what, name):
+            fd = os.open({str(log)!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            try:
+                os.write(fd, f"{{what}} {{name}}\\n".encode())
+            finally:
+                os.close(fd)
+
+        class Logged(inferd.Model):
+            def load(self):
+                note("load", self.name)
+                time.sleep(0.5)
+                note("loaded", self.name)
+
+            def unload(self):
+                note("unload", self.name)
+
+            def predict(self, inputs):
+                return {{"y": inputs["x"] * {factor}}}
+    """)
+
+
+def test_distinct_models_load_side_by_side_within_the_limit(tmp_path: Path) -> None:
+    root, log = tmp_path / "models", tmp_path / "loads.log"
+    names = [f"m{index}" for index in range(6)]
+    for index, name in enumerate(names):
+        write(root / name, {"model.py": logs_its_loads(log, float(index))})
+    with serve(f"--repository={root}", "--max-loaded-models", "3") as server, ThreadPoolExecutor(12) as pool:
+        calls = [pool.submit(y_of, server.http_url, name, 1.0) for name in names * 2]
+        assert [call.result(timeout=60) for call in calls] == [[float(index)] for index in range(6)] * 2
+    held, loading, most_held, most_loading = set(), set(), 0, 0
+    for what, name in (line.split() for line in log.read_text().splitlines()):
+        if what == "load":
+            held.add(name)
+            loading.add(name)
+        elif what == "loaded":
+            loading.discard(name)
+        else:
+            held.discard(name)
+        most_held, most_loading = max(most_held, len(held)), max(most_loading, len(loading))
+    assert most_held == 3  # loaded or loading at once: never more than the limit
+    assert most_loading > 1  # loads of distinct models ran side by side
+    assert sorted({line.split()[1] for line in log.read_text().splitlines()}) == names
 
 
 def start_fails(*args: str) -> str:

@@ -1,6 +1,7 @@
 """A repository in S3 (moto's server): fetched whole into the model cache and served; a poll serves
 what changed in the bucket; a prefix that is not there stops start-up naming it, leaving nothing in
-the cache."""
+the cache; the repository API answers a load the store fails with the store's status (404 for a
+prefix gone, 502 for a store that does not answer), naming the URI."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
+import tritonclient.grpc as grpcclient
+from moto.server import ThreadedMotoServer
 
 from tests.dialects.repository.conftest import native, y_of
 from tests.dialects.repository.test_serving import start_fails, status, wait_for
-from tests.servers import inferd_command, serve, with_this_tree
+from tests.servers import free_port, inferd_command, serve, with_this_tree
 from tests.storage.conftest import Bucket
 
 
@@ -58,3 +62,33 @@ def test_a_missing_prefix_stops_start_up_naming_it_and_caches_nothing(bucket: Bu
     data = tmp_path / "data"
     assert f"cannot fetch {uri}" in start_fails(f"--repository={uri}", "--data-dir", str(data))
     assert list((data / "model-cache" / "entries").glob("*")) == []
+
+
+def test_a_load_the_store_fails_gets_the_stores_status(
+    bucket: Bucket, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bucket.put("models/doubler/model.py", native(2.0).encode())
+    uri = f"s3://{bucket.name}/models/"
+    # a second endpoint of the same S3 (moto's buckets are this process's): stopped, it is unreachable
+    port = free_port()
+    store = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    store.start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    try:
+        with serve(f"--repository={uri}", "--data-dir", str(tmp_path / "data")) as server:
+            load = f"{server.http_url}/v2/repository/models/doubler/load"
+            bucket.client.delete_object(Bucket=bucket.name, Key="models/doubler/model.py")
+            gone = httpx.post(load, timeout=30)
+            assert gone.status_code == 404 and f"cannot fetch {uri}" in gone.json()["error"], gone.text
+            store.stop()
+            down = httpx.post(load, timeout=30)
+            assert down.status_code == 502, down.text
+            assert f"cannot fetch {uri}: the S3 endpoint does not answer" in down.json()["error"]
+            assert server.grpc_address is not None
+            client = grpcclient.InferenceServerClient(server.grpc_address)
+            with pytest.raises(Exception, match=r"StatusCode\.UNAVAILABLE") as refused:
+                client.load_model("doubler")
+            assert f"cannot fetch {uri}" in str(refused.value)
+            client.close()
+    finally:
+        store.stop()

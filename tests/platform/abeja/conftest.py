@@ -65,6 +65,7 @@ def _works(command: Path) -> bool:
 class Control:
     process: subprocess.Popen[str]
     api: str  # http://127.0.0.1:PORT
+    data: Path  # its --data-dir
 
     @property
     def port(self) -> int:
@@ -84,7 +85,20 @@ def control(data: Path, **variables: str) -> Iterator[Control]:
     environment (``INFERD_TRIGGER_POLL_SECONDS="0.2"``)."""
     env = {"INFERD_AUTH_TOKENS": TOKEN, "INFERD_ALLOWED_HOSTS": ".localhost", **variables}
     with platform_control(data, env=env) as running:
-        yield Control(running.process, running.base)
+        yield Control(running.process, running.base, data)
+
+
+#: The body limit of uploads (archives, DataLake files) in `shared_control`.
+SHARED_UPLOAD_LIMIT = 64 * 1024
+
+
+@pytest.fixture(scope="package")
+def shared_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Control]:
+    """One control process for the HTTP tests of this package that need no settings of their own
+    (a control process takes seconds to start); uploads are limited to `SHARED_UPLOAD_LIMIT`."""
+    data = tmp_path_factory.mktemp("abeja-shared") / "data"
+    with control(data, INFERD_MAX_BUNDLE_SIZE=str(SHARED_UPLOAD_LIMIT)) as running:
+        yield running
 
 
 def abeja_env(running: Control, home: Path) -> dict[str, str]:

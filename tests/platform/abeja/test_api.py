@@ -6,21 +6,19 @@ from __future__ import annotations
 import base64
 import io
 import tarfile
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.platform.abeja.conftest import TOKEN, Control, control
+from tests.platform.abeja.conftest import TOKEN, Control
 
 ORG = "/organizations/2345678901234"
 
 
 @pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Control]:
-    with control(tmp_path_factory.mktemp("abeja-api") / "data") as started:
-        assert started.call("POST", f"{ORG}/deployments", json={"name": "api"}).status_code == 200
-        yield started
+def running(shared_control: Control) -> Control:
+    assert shared_control.call("POST", f"{ORG}/deployments", json={"name": "api"}).status_code == 200
+    return shared_control
 
 
 def basic(user: str, token: str) -> dict[str, str]:

@@ -68,8 +68,10 @@ def test_inputs_and_outputs_are_checked(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="is a file"):
         locations.check_output(str(tmp_path / "file"))
     assert locations.check_output("s3://bucket/out") == "s3://bucket/out/"
-    with pytest.raises(InvalidInput, match="no uploads"):
-        locations.check_output("https://example.com/out/")
+    # an http(s) location: each answer PUT under its path, its query string kept after it
+    assert locations.check_output("https://example.com/out?token=t") == "https://example.com/out/?token=t"
+    with pytest.raises(InvalidInput, match="names no host"):
+        locations.check_output("https:///out/")
     with pytest.raises(InvalidInput, match="ftp"):
         locations.check_output("ftp://host/out/")
     with pytest.raises(InvalidInput, match="prefix"):

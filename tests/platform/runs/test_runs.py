@@ -14,6 +14,7 @@ from typing import Any
 from tests.platform.control import native_project
 from tests.platform.test_control import Control, control, project
 from tests.storage.conftest import Bucket
+from tests.storage.files_server import file_server
 
 FINAL = ("succeeded", "failed", "cancelled")
 
@@ -211,9 +212,16 @@ def test_bad_runs_get_clear_errors(tmp_path: Path) -> None:
         assert "NewTrigger" in document["components"]["schemas"]
 
 
-def test_a_run_uploads_its_answers_to_object_storage(bucket: Bucket, tmp_path: Path) -> None:
+def test_a_run_uploads_its_answers_to_object_storage_or_an_http_location(
+    bucket: Bucket, tmp_path: Path
+) -> None:
+    """To S3 (moto); to an http(s) location each answer PUT at its path + the answer's, with the
+    location's query string (a token) that no log line shows; a missing bucket fails the run naming
+    the object's URI. The work folder is removed either way."""
     data = tmp_path / "data"
-    with control(data) as running:  # started after the bucket: AWS_ENDPOINT_URL points at it
+    secret = "token=s3cr3t-t0ken"
+    # started after the bucket: AWS_ENDPOINT_URL points at it
+    with file_server() as dav, control(data) as running:
         running.call("POST", "/deployments", json={"name": "app"})
         version = push(running, project(tmp_path / "p", 2.0), "1")
         given = inputs(tmp_path / "in", 2)
@@ -228,6 +236,18 @@ def test_a_run_uploads_its_answers_to_object_storage(bucket: Bucket, tmp_path: P
         logs = "\n".join(running.call("GET", f"/runs/{done['id']}/logs").json()["lines"])
         assert f"written s3://{bucket.name}/answers/in0.json" in logs
         assert f"uploaded s3://{bucket.name}/answers/in1.json" in logs
+
+        done = wait_run(running, submit(running, version, given, f"{dav.url}/dav/answers?{secret}"))
+        assert done["state"] == "succeeded", done
+        assert [(path, query) for path, query, _ in sorted(dav.puts)] == [
+            ("/dav/answers/in0.json", secret),
+            ("/dav/answers/in1.json", secret),
+        ]
+        assert json.loads(dav.files["/dav/answers/in1.json"].body)["outputs"][0]["data"] == [2.0, 2.0]
+        logs = "\n".join(running.call("GET", f"/runs/{done['id']}/logs").json()["lines"])
+        assert f"written {dav.url}/dav/answers/in0.json" in logs
+        assert f"uploaded {dav.url}/dav/answers/in1.json" in logs
+        assert "s3cr3t" not in logs
 
         missing = f"s3://{bucket.name}-gone/answers/"
         failed = wait_run(running, submit(running, version, given, missing))

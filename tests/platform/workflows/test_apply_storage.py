@@ -1,8 +1,9 @@
 """``inferd apply`` of a KServe InferenceService whose ``storageUri`` is in object storage (moto's
 S3 server on loopback): the service's ``inferd serve`` fetches the model folder and serves it
-through the endpoint; an unknown scheme is refused before anything is created. Then a
-SeldonDeployment whose SKLEARN_SERVER's ``modelUri`` is in the same bucket, fetched the same way,
-answering with the ``method`` parameter's estimator method."""
+through the endpoint; an unknown scheme is refused before anything is created; a service of a version
+whose model URI is missing, refused or unreachable is not created, answered 404, 403 or 502 naming the
+URI (without its query string). And a SeldonDeployment whose SKLEARN_SERVER's ``modelUri`` is in the
+same bucket, fetched the same way, answering with the ``method`` parameter's estimator method."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from pathlib import Path
 import httpx
 
 from tests.models.sklearn_folder import ROWS, sklearn_model_folder
-from tests.platform.control import control
+from tests.platform.control import Control, control
+from tests.platform.test_control import archive_with
 from tests.platform.workflows.conftest import verb
 from tests.platform.workflows.test_apply import INFERENCE_SERVICE, MODEL, seldon_answer, sklearn_deployment
+from tests.servers import free_port
 from tests.storage.conftest import Bucket
+from tests.storage.files_server import file_server
 
 
 def test_models_from_object_storage(bucket: Bucket, tmp_path: Path) -> None:
@@ -51,3 +55,41 @@ def test_models_from_object_storage(bucket: Bucket, tmp_path: Path) -> None:
         applied = verb(running, "apply", str(seldon))
         assert applied.returncode == 0, applied.stderr + applied.stdout
         assert seldon_answer(running.gateway, "sk")["ndarray"] == classifier.predict(ROWS).tolist()
+
+
+def refused_service(running: Control, label: str, uri: str) -> dict[str, str | int]:
+    """A service of a new version of ``scale`` whose target is ``uri``: refused, and nothing created."""
+    pushed = running.call(
+        "POST",
+        "/deployments/scale/versions",
+        data={"label": label, "target": uri},
+        files={"archive": ("bundle.tar.gz", archive_with("README"))},
+    )
+    assert pushed.status_code == 201, pushed.text
+    before = running.call("GET", "/deployments/scale/services").json()
+    created = running.call("POST", "/deployments/scale/services", json={"version": pushed.json()["id"]})
+    assert running.call("GET", "/deployments/scale/services").json() == before
+    return {"status": created.status_code, "error": created.json()["error"]}
+
+
+def test_a_service_of_a_model_uri_the_store_fails_is_refused_with_its_status(
+    bucket: Bucket, tmp_path: Path
+) -> None:
+    missing = f"s3://{bucket.name}/models/missing/"
+    closed = f"http://127.0.0.1:{free_port()}/models/scale.tar.gz"
+    with file_server() as files, control(tmp_path / "data") as running:
+        running.call("POST", "/deployments", json={"name": "scale"})
+        assert refused_service(running, "missing", missing) == {
+            "status": 404,
+            "error": f"cannot fetch {missing}: no such object or prefix; check the bucket and the path",
+        }
+        unreachable = refused_service(running, "closed", closed)
+        assert unreachable["status"] == 502 and f"cannot fetch {closed}: cannot connect" in str(
+            unreachable["error"]
+        )
+        files.refuse = True
+        signed = files.put("/models/scale.tar.gz", b"x") + "?X-Amz-Signature=0123456789abcdef"
+        denied = refused_service(running, "signed", signed)
+        assert denied["status"] == 403, denied
+        assert f"cannot fetch {files.url}/models/scale.tar.gz: the server answers 403" in str(denied["error"])
+        assert "0123456789abcdef" not in str(denied["error"])

@@ -1,6 +1,7 @@
 """``inferd platform export-k8s``: a deployment's endpoint (90/10 over two services of two versions) as a
 Gateway API HTTPRoute with weighted backendRefs beside each service's Deployment and Service, read from
-a running control process. The built-in kinds are validated by kubernetes-validate; the HTTPRoute by
+a running control process; a service that autoscales gets its replicas and a HorizontalPodAutoscaler on the
+requests in flight per pod. The built-in kinds are validated by kubernetes-validate; the HTTPRoute by
 tests/deploy/schemas/httproute.json (the v1 CRD's fields, types and bounds) and, here, the CRD's CEL
 rules on what inferd writes; each backendRef names a Service of the export on its port."""
 
@@ -56,7 +57,9 @@ def test_an_endpoint_exports_as_a_weighted_http_route_beside_its_services(tmp_pa
     with control(tmp_path / "data") as running:
         assert running.verb("create-deployment", "iris").returncode == 0
         versions, services = [], []
-        for label, factor in (("1.0", 1.0), ("2.0", 2.0)):
+        # the first autoscales between 2 and 4 replicas, the second runs one
+        scalings = ({"min_replicas": 2, "max_replicas": 4, "target_concurrency": 2.5}, {})
+        for (label, factor), scaling in zip((("1.0", 1.0), ("2.0", 2.0)), scalings, strict=True):
             pushed = running.verb(
                 "push", "iris", str(project(tmp_path / label, factor)), "--label", label, "--json"
             )
@@ -65,7 +68,7 @@ def test_an_endpoint_exports_as_a_weighted_http_route_beside_its_services(tmp_pa
             created = running.call(
                 "POST",
                 "/deployments/iris/services",
-                json={"version": versions[-1]["id"], "environment": {"COLOUR": label}},
+                json={"version": versions[-1]["id"], "environment": {"COLOUR": label}, **scaling},
             )
             services.append(created.json()["id"])
         for service in services:
@@ -105,7 +108,7 @@ def test_an_endpoint_exports_as_a_weighted_http_route_beside_its_services(tmp_pa
         documents = list(yaml.safe_load_all((out / f"service-iris-{service}.yaml").read_text()))
         for document in documents:
             kubernetes_validate.validate(document, KUBERNETES, strict=True)
-        deployment, k8s_service = documents
+        deployment, k8s_service, *autoscaler = documents
         ports[k8s_service["metadata"]["name"]] = {port["port"] for port in k8s_service["spec"]["ports"]}
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         assert container["image"] == f"registry.example/iris:{versions[index]['label'].replace('.', '-')}"
@@ -113,6 +116,25 @@ def test_an_endpoint_exports_as_a_weighted_http_route_beside_its_services(tmp_pa
         env = {item["name"]: item["value"] for item in container["env"]}
         assert env["COLOUR"] == versions[index]["label"] and env["INFERD_WORKERS"] == "1"
         assert k8s_service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+        assert deployment["spec"]["replicas"] == (2, 1)[index]
+        assert [hpa["kind"] for hpa in autoscaler] == (["HorizontalPodAutoscaler"], [])[index]
+    (hpa,) = list(yaml.safe_load_all((out / f"service-iris-{services[0]}.yaml").read_text()))[2:]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": f"iris-{services[0]}",
+    }
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 4)
+    assert hpa["spec"]["metrics"] == [
+        {
+            "type": "Pods",
+            "pods": {
+                "metric": {"name": "inferd_requests_in_flight"},
+                "target": {"type": "AverageValue", "averageValue": "2500m"},
+            },
+        }
+    ]
     for ref in rule["backendRefs"]:
         assert ref["port"] in ports[ref["name"]]
 
