@@ -223,7 +223,7 @@ def table(inferd: Server, peer: Server, target: Target) -> tuple[list[str], bool
     verdict = {True: "PASS", False: "FAIL", None: "FAIL (not measured)"}[passed]
     p99 = " and a lower p99" if target.lower_p99 else ""
     lines.append(
-        f"target: at concurrency {target.concurrency}, inferd >= {target.ratio:.0f}x {peer.name}'s req/s"
+        f"target: at concurrency {target.concurrency}, inferd >= {target.ratio:g}x {peer.name}'s req/s"
         f"{p99}, no errors: {verdict}"
     )
     return lines, passed is True

@@ -68,7 +68,8 @@ PANELS: dict[str | None, tuple[str, ...]] = {
         *("memory_check_interval", "predict_in_thread"),
     ),
     RAY: (
-        *("engine", "replicas", "autoscale", "ray_address", "ray_haproxy", "ray_num_cpus"),
+        *("engine", "replicas", "autoscale", "ray_address", "ray_app_name", "ray_route_prefix"),
+        *("ray_proxy_port", "ray_haproxy", "ray_num_cpus"),
         *("ray_max_ongoing_requests", "ray_target_ongoing_requests", "ray_user_code_thread"),
     ),
     BATCHING: (

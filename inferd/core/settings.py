@@ -342,6 +342,21 @@ class ServerSettings(DialectSettings, BaseSettings):
     """The Ray cluster to deploy to (``ray://host:10001`` or ``host:6379``); unset starts a local Ray
     for the server's lifetime, which joins no other cluster."""
 
+    ray_app_name: str = Field("inferd", min_length=1)
+    """Ray Serve's name for the server's application. Servers sharing a cluster (``ray_address``) each
+    need a name of their own: each deploys, replaces and deletes its own application alone."""
+
+    ray_route_prefix: str = Field("/", pattern=r"^(/|(/[^/?#{}]+)+)$")
+    """Where the application answers on Ray Serve's proxy. ``/`` (the default) takes the whole proxy,
+    which then listens on the server's ``port``. Servers sharing a cluster each take a prefix of their
+    own (``/NAME``): the cluster's proxy then listens on ``ray_proxy_port`` and the server's ``port``
+    forwards to its application there, so its clients see the same paths either way."""
+
+    ray_proxy_port: int = Field(8000, ge=1, le=65535)
+    """With a ``ray_route_prefix`` other than ``/``: the port of the cluster's Serve proxy on this
+    machine (Ray's default, 8000). The first server to deploy starts it there; every server sharing
+    the cluster must name the same port."""
+
     ray_haproxy: bool = False
     """Ray Serve's HAProxy ingress (Ray 2.55 or later) instead of its Python proxy, for the local Ray
     inferd starts and in exported RayService manifests. It is Ray's ``RAY_SERVE_ENABLE_HA_PROXY=1``."""

@@ -25,6 +25,7 @@ import inferd
 from inferd.config.settings import Settings
 from inferd.core.errors import EngineError
 from inferd.dialects.graph.spec import GraphSpec
+from inferd.engines.forward import Forward, serving
 from inferd.engines.local import Endpoints, OnReady
 from inferd.engines.ray_nodes import (
     HandleGraphDialect,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("inferd.engine")
 
-APP_NAME = "inferd"
 DEPLOYMENT = "inferd"
 #: The response header naming the replica that answered.
 REPLICA_HEADER = b"x-inferd-replica"
@@ -298,33 +298,72 @@ def _http_port(settings: Settings) -> int:
 
 
 def run(settings: Settings, on_ready: OnReady, models: tuple[str, ...]) -> int:
-    """Deploy the app on Ray Serve, announce it, and keep it until SIGTERM or Ctrl+C; then delete
-    it (and stop the local Ray). ``models`` are the names the ready line reports."""
+    """Deploy the app on Ray Serve as the application ``ray_app_name`` at ``ray_route_prefix``,
+    announce it, and keep it until SIGTERM or Ctrl+C; then delete that application alone (and stop
+    the local Ray). At the prefix ``/`` the proxy listens on the server's port; at another, on
+    ``ray_proxy_port``, and the server's port forwards to the application (`inferd.engines.forward`).
+    ``models`` are the names the ready line reports."""
     if importlib.util.find_spec("ray") is None:
         raise EngineError(RAY_MISSING)
     port = _http_port(settings)
+    prefixed = settings.ray_route_prefix != "/"
+    proxy_port = settings.ray_proxy_port if prefixed else port
     with ray_cluster(settings) as own:
         from ray import serve
         from ray.serve.exceptions import RayServeException
 
         stop = _stop_event()  # after ray.init, which installs a SIGTERM handler of its own
-        serve.start(http_options={"host": settings.host, "port": port})
-        app = application(settings, os.getcwd() if own else None)
+        serve.start(http_options={"host": settings.host, "port": proxy_port})
+        app = application(settings, os.getcwd())
         try:
             try:
-                serve.run(app, name=APP_NAME, route_prefix="/")
+                serve.run(app, name=settings.ray_app_name, route_prefix=settings.ray_route_prefix)
             except (RuntimeError, RayServeException) as exc:
                 raise EngineError(f"the Ray Serve deployment failed: {exc}") from None
-            on_ready(Endpoints(settings.host, port, None, models))
-            stop.wait()
-            logger.info("stopping the Ray Serve application")
+            with forwarded(settings, port, proxy_port) if prefixed else contextlib.nullcontext():
+                on_ready(Endpoints(settings.host, port, None, models))
+                stop.wait()
+                logger.info("stopping the Ray Serve application %s", settings.ray_app_name)
         finally:
             if own:
                 serve.shutdown()  # the application with it
             else:
-                serve.delete(APP_NAME)
+                serve.delete(settings.ray_app_name)  # the cluster's other applications stay
     logger.info("server stopped")
     return 0
+
+
+@contextlib.contextmanager
+def forwarded(settings: Settings, port: int, proxy_port: int) -> Iterator[None]:
+    """The server's ``port`` forwarded to its application at the proxy on ``proxy_port`` (on a
+    thread of its own), once the proxy is seen to route the prefix to it: a cluster whose proxy is
+    elsewhere, or that routes the prefix to another application, is an EngineError saying so."""
+    proxy = f"http://127.0.0.1:{proxy_port}"
+    _check_route(proxy, settings.ray_route_prefix, settings.ray_app_name)
+    forward = Forward(
+        f"127.0.0.1:{proxy_port}", settings.ray_route_prefix, settings.ray_app_name, settings.max_body_size
+    )
+    with serving(forward, settings, port):
+        yield
+
+
+def _check_route(proxy: str, prefix: str, name: str) -> None:
+    """That Ray Serve's proxy at ``proxy`` routes ``prefix`` to the application ``name``, by its
+    ``/-/routes`` table (route prefix → application)."""
+    import httpx
+
+    try:
+        routes = httpx.get(f"{proxy}/-/routes", timeout=10).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise EngineError(
+            f"the cluster's Ray Serve proxy does not answer at {proxy} ({type(exc).__name__}): "
+            "ray_proxy_port must name the port it listens on"
+        ) from None
+    if routes.get(prefix) != name:
+        raise EngineError(
+            f"the Ray Serve proxy at {proxy} routes {prefix} to {routes.get(prefix)!r}, not to the "
+            f"application {name!r}: ray_proxy_port must name this cluster's proxy"
+        )
 
 
 def _stop_event() -> threading.Event:

@@ -37,9 +37,10 @@ def deployment_name(node: str) -> str:
 
 
 def replica_settings(fields: dict[str, Any], workdir: str | None) -> Settings:
-    """The settings inside a replica, with its logging set up; on a local Ray, the replica works in
-    ``workdir`` (the command's), so module targets and relative paths resolve as without Ray."""
-    if workdir is not None:
+    """The settings inside a replica, with its logging set up; the replica works in ``workdir`` (the
+    command's) when its machine has that folder (the local Ray, a cluster on this machine), so module
+    targets and relative paths resolve as without Ray; elsewhere it stays where Ray put it."""
+    if workdir is not None and Path(workdir).is_dir():
         os.chdir(workdir)
         add_to_path(Path(workdir))
     settings = Settings(**fields)

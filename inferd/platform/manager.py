@@ -393,6 +393,7 @@ class Platform:
             grpc_port=service.grpc_port,
             autoscale=(service.min_replicas, service.max_replicas) if service.engine == "ray" else None,
             target_concurrency=service.target_concurrency,
+            deployment=self.store.deployment(service.deployment_id).name,
         )
 
     @staticmethod

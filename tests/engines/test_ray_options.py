@@ -57,3 +57,16 @@ def test_autoscale_maps_to_rays_autoscaling_config(autoscale: str, low: int, ini
         "target_ongoing_requests": 32,
     }
     ray_deployment(settings)  # Ray validates the autoscaling config: a key or value it rejects raises
+
+
+@pytest.mark.parametrize("prefix", ["/", "/inferd-iris-svc-1", "/a/b"])
+def test_a_route_prefix_is_slash_or_names_after_slashes(prefix: str) -> None:
+    assert Settings(ray_route_prefix=prefix).ray_route_prefix == prefix
+
+
+@pytest.mark.parametrize("prefix", ["", "a", "/a/", "/a//b", "/{x}", "/a?b"])
+def test_route_prefixes_ray_would_refuse_at_deploy_time_are_refused_by_name(prefix: str) -> None:
+    """Ray Serve refuses a prefix without a leading slash, with a trailing one or with wildcards when
+    the application is deployed (on the cluster); the settings refuse them at once."""
+    with pytest.raises(ValueError, match="ray_route_prefix"):
+        Settings(ray_route_prefix=prefix)

@@ -51,6 +51,7 @@ from inferd.protocols.seldon.component import Component
 from inferd.protocols.seldon.errors import GRPC_CODES, SeldonError
 from inferd.storage.cache import cache_of
 from inferd.storage.errors import StorageError
+from inferd.storage.locations import local_path
 from inferd.storage.targets import local_target
 
 #: The methods a model of another dialect answers: its predict, whatever the node does with it.
@@ -400,7 +401,7 @@ def _factory(
     if dialect.name == "graph":
         raise TargetError("a node cannot be a graph file; serve that graph and give its endpoint")
     if isinstance(dialect, BuildsSeldonComponents):
-        return _seldon_factory(dialect, spec, target, settings)
+        return _seldon_factory(dialect, spec, target, settings, directory)
     if spec.type not in ("MODEL", "TRANSFORMER", "OUTPUT_TRANSFORMER") or spec.routes or spec.combines:
         raise TargetError(f"a {dialect.name} model can be a MODEL or a transformer, not a {spec.type}")
     # the node's dialect gets what every dialect reads from the graph's settings, its own at defaults
@@ -413,14 +414,22 @@ def _factory(
 
 
 def _seldon_factory(
-    dialect: BuildsSeldonComponents, spec: NodeSpec, target: str, settings: GraphSettings
+    dialect: BuildsSeldonComponents, spec: NodeSpec, target: str, settings: GraphSettings, directory: Path
 ) -> NodeFactory:
     unit = (spec.name, spec.image or spec.target or "")
     service_type = spec.type if spec.type in SERVICE_TYPES else "MODEL"
-    build = dialect.seldon_component(
-        target, spec.parameters or {}, service_type, settings.predict_in_thread, unit
-    )
+    parameters = spec.parameters or {}
+    if spec.model_uri is not None:  # a prepackaged server: Seldon gives it its model's folder
+        parameters = {**parameters, "model_uri": _model_folder(spec.model_uri, directory, settings)}
+    build = dialect.seldon_component(target, parameters, service_type, settings.predict_in_thread, unit)
     return lambda: SeldonNode(spec, build())
+
+
+def _model_folder(uri: str, directory: Path, settings: GraphSettings) -> str:
+    """A ``modelUri`` as a local folder: a path read from the graph file's folder, a URI in object
+    storage fetched into the model cache (what Seldon's storage initializer does)."""
+    local = local_path(uri)
+    return str(directory / local) if local is not None else str(cache_of(settings).fetch(uri).path)
 
 
 def _relative_to(target: str, directory: Path) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from inferd.core.errors import TargetError
+from inferd.protocols.seldon import prepackaged
 from inferd.protocols.seldon.parameters import parse_parameters
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -90,6 +91,8 @@ class NodeSpec:
     parameters: dict[str, Any] | None = None
     image: str = ""
     scale: Scale = Scale()
+    #: A prepackaged server's ``modelUri``: fetched where the node runs, given as its ``model_uri``.
+    model_uri: str | None = None
 
     @property
     def runs_code(self) -> bool:
@@ -302,28 +305,45 @@ class _Parser:
         target = raw.get("target") or (container.env.get("MODEL_NAME") if container else None)
         if target is not None and not isinstance(target, str):
             raise self.fail(where, "'target' must be a string")
-        if endpoint is None and target is None and implementation not in BUILTINS:
+        # code named here or an address to call replaces what the implementation would run
+        server = self._server(raw, implementation, where) if endpoint is None and target is None else None
+        if endpoint is None and target is None and server is None and implementation not in BUILTINS:
             raise self.fail(where, self._nothing_to_run(implementation))
         spec = NodeSpec(
             name=name,
             type=kind,
             methods=frozenset(methods),
             children=children,
-            target=target,
-            dialect=str(raw.get("dialect") or ("seldon" if container else "auto")),
+            target=server.target if server else target,
+            dialect=str(raw.get("dialect") or ("seldon" if container or server else "auto")),
             endpoint=endpoint,
             implementation=implementation if implementation in BUILTINS else None,
             parameters=self._parameters(raw.get("parameters"), where),
-            image=str(raw.get("image") or (container.image if container else "")),
+            image=str(raw.get("image") or (container or server or _Container("", {})).image),
             scale=self._scale(raw, container, where),
+            model_uri=raw["modelUri"] if server else None,
         )
         self._check_children(spec, where)
         return spec
 
+    def _server(self, raw: dict[str, Any], implementation: Any, where: str) -> prepackaged.Server | None:
+        """The prepackaged server the node names, with the ``modelUri`` it needs; a server inferd
+        cannot run is refused here, naming it."""
+        if implementation in prepackaged.REFUSED:
+            raise self.fail(where, prepackaged.refusal(implementation))
+        server = prepackaged.RUNS.get(implementation) if isinstance(implementation, str) else None
+        uri = raw.get("modelUri")
+        if server is not None and (not isinstance(uri, str) or not uri):
+            raise self.fail(
+                where, f"implementation {implementation!r} needs a modelUri: the folder of its model"
+            )
+        return server
+
     def _nothing_to_run(self, implementation: Any) -> str:
         if implementation:
+            runs = sorted([*BUILTINS, *prepackaged.RUNS])
             return (
-                f"implementation {implementation!r} is not one inferd runs (it runs {sorted(BUILTINS)}); "
+                f"implementation {implementation!r} is not one inferd runs (it runs {runs}); "
                 "give the node a 'target' to load here or an 'endpoint' with service_host to call"
             )
         return (

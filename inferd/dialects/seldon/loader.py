@@ -22,13 +22,14 @@ from inferd.core.importer import add_to_path, import_from_string, split_target
 from inferd.core.model import Model, PredictInThread
 from inferd.core.model_settings import batch_settings
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, example_tensor, settings_from
-from inferd.dialects.seldon import grpc, rest
+from inferd.dialects.seldon import grpc, prepackaged, rest
 from inferd.dialects.seldon.component import SeldonModel
 from inferd.dialects.seldon.settings import SeldonSettings
 from inferd.dialects.seldon.stand_in import install_aliases
 from inferd.protocols.forms import UploadLimits
 from inferd.protocols.seldon.component import Component
 from inferd.protocols.seldon.parameters import parse_parameters
+from inferd.storage.cache import cache_of
 
 #: Methods that make a class a Seldon component.
 COMPONENT_METHODS = (
@@ -116,6 +117,7 @@ class SeldonDialect:
         the class name says."""
         parameters = parse_parameters(settings.parameters)
         user_class = load_user_class(settings.target)
+        parameters = prepackaged.fetched(user_class, parameters, cache_of(settings))
 
         name = served_name(settings)
         batching = batch_settings(settings, name, opt_in=True)

@@ -4,7 +4,8 @@ one of its services, picked by weight, with an optional shadow copy.
 - `EndpointTable` (`table`): endpoint name → weighted upstreams and shadow, swapped atomically;
   in-flight counts per upstream and `EndpointTable.drained` for switching without failed requests.
 - `Gateway` (`proxy`): the raw ASGI app that forwards, streaming both ways.
-- `Pool` (`upstream`): keep-alive HTTP/1.1 connections to one upstream, parsed by httptools.
+- `Pool` (`inferd.engines.upstream`, which the Ray engine's forwarder shares): keep-alive HTTP/1.1
+  connections to one upstream, parsed by httptools.
 - `serve_gateway` (`server`): the gateway on uvicorn in the caller's event loop.
 - `serve_grpc_gateway` (`grpc_proxy`): the gRPC side, relaying HTTP/2 streams (`grpc_relay`) over
   inferd's own HTTP/2 framing (`h2`, `hpack_out`) to the services' gRPC ports.

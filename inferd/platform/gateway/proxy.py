@@ -28,16 +28,17 @@ from collections.abc import Iterable
 from starlette.types import Message, Receive, Scope, Send
 
 from inferd.core.errors import BadGateway, InferdError, NotFound, PayloadTooLarge, RequestTimeout, Unavailable
-from inferd.platform.gateway import metrics
-from inferd.platform.gateway.table import EndpointTable
-from inferd.platform.gateway.upstream import (
+from inferd.engines.upstream import (
     HOP_BY_HOP,
     Connection,
     Pool,
     UpstreamError,
     UpstreamTimeout,
     connection_tokens,
+    relay,
 )
+from inferd.platform.gateway import metrics
+from inferd.platform.gateway.table import EndpointTable
 from inferd.protocols.status import status_of
 from inferd.server.errors import error_response
 
@@ -190,12 +191,8 @@ class Gateway:
                 connection.abort()
             await self.refuse(self.upstream_error(name, error), name, scope, receive, send, upstream)
             return
-        await send({"type": "http.response.start", "status": status, "headers": headers})
         try:
-            more = True
-            while more:
-                data, more = await connection.body()
-                await send({"type": "http.response.body", "body": data, "more_body": more})
+            await relay(connection, status, headers, send)
         except UpstreamError as error:  # the answer started: all that is left is to cut it short
             logger.warning("endpoint '%s': %s cut its answer short: %s", name, upstream, error)
             connection.abort()

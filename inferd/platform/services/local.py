@@ -55,6 +55,8 @@ logger = logging.getLogger("inferd.platform.services")
 OnChange = Callable[[str, StateChange], None]
 READY = re.compile(r"inferd ready: http://[^\s:]+:(?P<port>\d+)(?: grpc=(?:\S+:(?P<grpc>\d+)|off))?")
 ACTIVE = frozenset({ServiceState.STARTING, ServiceState.RUNNING, ServiceState.STOPPING})
+#: The variable that puts a Ray service on a shared cluster (else it starts a Ray of its own).
+RAY_ADDRESS = "INFERD_RAY_ADDRESS"
 #: How often a starting server's log is read for its ready line.
 _READY_POLL = 0.05
 #: How often a running server's log is checked for rotation.
@@ -351,9 +353,20 @@ class LocalRunner:
             command += ["--engine", "ray", "--replicas", str(spec.workers)]
         else:
             command += ["--grpc-port", str(service.grpc_port or 0), "--workers", str(spec.workers)]
+        if spec.engine == "ray":
+            command += self._ray_application(spec)
         if spec.dialect != "auto":
             command += ["--dialect", spec.dialect]
         return command
+
+    @staticmethod
+    def _ray_application(spec: ServiceSpec) -> list[str]:
+        """Its own Ray Serve application; on a shared cluster (``INFERD_RAY_ADDRESS`` in its
+        environment or the runner's) at its own route prefix too, its port forwarding there."""
+        application = ["--ray-app-name", spec.ray_application]
+        if spec.environment.get(RAY_ADDRESS, os.environ.get(RAY_ADDRESS)):
+            application += ["--ray-route-prefix", f"/{spec.ray_application}"]
+        return application
 
     # ---- state
 

@@ -37,6 +37,15 @@ class ServiceSpec:
     #: ``target_concurrency`` ongoing requests per replica; None runs ``workers`` replicas.
     autoscale: tuple[int, int] | None = None
     target_concurrency: float = 1.0
+    #: The name of the service's deployment: with its id, it names the service's Ray Serve
+    #: application (`ray_application`).
+    deployment: str = ""
+
+    @property
+    def ray_application(self) -> str:
+        """Its Ray Serve application's name, ``inferd-<deployment>-<service>``: of its own on a
+        cluster several services share, where it is also its route prefix (``/`` + the name)."""
+        return "-".join(part for part in ("inferd", self.deployment, self.service_id) if part)
 
 
 @dataclass(frozen=True)

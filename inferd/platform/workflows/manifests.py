@@ -7,8 +7,11 @@ file that holds that predictor alone (``<file>-<predictor>.yaml`` in the bundle)
 ``inferd serve`` does with a SeldonDeployment (its first predictor). Its nodes run what the graph
 dialect runs: a Seldon class named by a ``componentSpecs`` container's ``MODEL_NAME`` (or a node's
 ``target``) found in the file's folder, the built-in routers and combiners, remote nodes by
-``endpoint.service_host``; a prepackaged server (``implementation: SKLEARN_SERVER`` and a
-``modelUri``) is refused before anything is pushed. ``traffic`` weights the predictors (one predictor
+``endpoint.service_host``, and Seldon's SKLEARN_SERVER (``implementation: SKLEARN_SERVER``), whose
+``modelUri`` is a folder inside the file's folder or in object storage (fetched by the service when it
+starts, as a ``storageUri`` below); the prepackaged servers inferd cannot run (XGBOOST_SERVER,
+TENSORFLOW_SERVER, MLFLOW_SERVER, TRITON_SERVER...) are refused before anything is pushed, naming the
+node and the implementation. ``traffic`` weights the predictors (one predictor
 without ``traffic`` takes 100); a predictor with ``shadow: true`` is the endpoint's shadow, mirroring
 every request, its answers dropped. ``replicas`` → the service's replicas (a fixed count).
 
@@ -32,11 +35,14 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferd.core.errors import TargetError
 from inferd.platform.records import Scaling
 from inferd.platform.workflows.layout import Layout, Part, Previous, WorkflowError
+
+if TYPE_CHECKING:
+    from inferd.dialects.graph.spec import GraphSpec
 
 #: Settings of the container that the platform chooses itself (a service listens on loopback).
 PLACED_VARIABLES = frozenset({"INFERD_HOST", "INFERD_PORT", "INFERD_GRPC_PORT", "INFERD_GRPC_ENABLED"})
@@ -88,7 +94,7 @@ def seldon_layout(path: Path, document: dict[str, Any]) -> Layout:
         single = {**document, "spec": {**spec, "predictors": [served]}}
         file = f"{path.stem}-{label}.yaml"
         text = yaml.safe_dump(single, sort_keys=False)
-        _check_graph(path, label, text)
+        _check_model_uris(path, label, _check_graph(path, label, text))
         count = _replicas(predictor, "replicas")
         folder = path.parent.resolve()
         fixed = Scaling(count, count)
@@ -121,18 +127,26 @@ def _traffic(path: Path, predictor: dict[str, Any], label: str) -> int:
     return traffic
 
 
-def _check_graph(path: Path, predictor: str, text: str) -> None:
-    """What the graph dialect would refuse at start-up, refused now."""
+def _check_graph(path: Path, predictor: str, text: str) -> GraphSpec:
+    """What the graph dialect would refuse at start-up, refused now; else the graph."""
     from inferd.dialects.graph.spec import load
 
     with tempfile.TemporaryDirectory(prefix="inferd-apply-") as scratch:
         single = Path(scratch) / path.name
         single.write_text(text)
         try:
-            load(single)
+            return load(single)
         except TargetError as exc:
             said = exc.message.replace(str(single), str(path))
             raise WorkflowError(f"predictor {predictor!r}: {said}") from None
+
+
+def _check_model_uris(path: Path, predictor: str, graph: GraphSpec) -> None:
+    """Every prepackaged server's ``modelUri`` is in the bundle (a path inside the file's folder) or
+    in object storage that the service fetches from."""
+    for node in graph.root.walk():
+        if node.model_uri is not None:
+            _located(path, node.model_uri, f"predictor {predictor!r}, node {node.name!r}: modelUri")
 
 
 def _replicas(section: dict[str, Any], key: str) -> int:
@@ -203,9 +217,6 @@ def _container(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, st
 
 
 def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]]:
-    from inferd.storage.backends import BACKENDS
-    from inferd.storage.locations import local_path, scheme
-
     blocks = [predictor.get("model"), *(predictor.get(key) for key in FRAMEWORKS)]
     uri = next((b.get("storageUri") for b in blocks if isinstance(b, dict) and b.get("storageUri")), None)
     if not isinstance(uri, str):
@@ -213,15 +224,25 @@ def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]
             f"{path}: the predictor names no model: give model.storageUri (a path beside the file) "
             "or a container running inferd serve"
         )
+    return _located(path, uri, "storageUri"), {}
+
+
+def _located(path: Path, uri: str, what: str) -> str:
+    """A model's URI as the service is given it: a path inside the file's folder (which is deployed),
+    or a URI in object storage, which the service's ``inferd serve`` fetches when it starts, with the
+    control process's credentials."""
+    from inferd.storage.backends import BACKENDS
+    from inferd.storage.locations import local_path, scheme
+
     local = local_path(uri)
     if local is None:
         if scheme(uri) not in BACKENDS:
             known = ", ".join(f"{name}://" for name in BACKENDS)
             raise WorkflowError(
-                f"{path}: storageUri {uri!r}: unknown scheme; use a path beside the file or {known}"
+                f"{path}: {what} {uri!r}: unknown scheme; use a path beside the file or {known}"
             )
-        return uri, {}  # fetched by the service's inferd serve, with the control process's credentials
-    return _inside(path, str(local)), {}
+        return uri
+    return _inside(path, str(local))
 
 
 def _inside(path: Path, target: str) -> str:

@@ -76,7 +76,13 @@ def test_a_seldon_deployment_as_json(tmp_path: Path) -> None:
         ("graph: {name: a, target: A, chidren: []}", "unknown key(s) ['chidren']"),
         ("graph: {name: a, target: A, children: [c]}", "unknown node 'c'"),
         ("graph: {name: a}", "nothing to run"),
-        ("graph: {name: a, implementation: SKLEARN_SERVER}", "'SKLEARN_SERVER' is not one inferd runs"),
+        ("graph: {name: a, implementation: SKLEARN_SERVER}", "'SKLEARN_SERVER' needs a modelUri"),
+        ("graph: {name: a, implementation: ONNX_SERVER}", "'ONNX_SERVER' is not one inferd runs"),
+        (
+            "graph: {name: a, implementation: XGBOOST_SERVER, modelUri: gs://m/xgb}",
+            "node 'a': implementation 'XGBOOST_SERVER' is Seldon's prepackaged server for an XGBoost",
+        ),
+        ("graph: {name: a, implementation: TRITON_SERVER, modelUri: m}", "which inferd cannot run"),
         ("graph: {name: a, endpoint: {host: h, type: REST}}", "endpoint needs a port"),
         ("graph: {name: a, endpoint: {host: h, port: 1, type: KAFKA}}", "neither REST nor GRPC"),
         ("graph: {name: a, target: A, parameters: [{name: x, value: y, type: INT}]}", "not a valid INT"),
@@ -140,3 +146,21 @@ def test_serving_a_bad_graph_fails_before_listening(tmp_path: Path) -> None:
     done = subprocess.run(inferd_command("serve", str(path)), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "node 'r': a router needs children to route to" in " ".join(done.stderr.split())
+
+
+def test_a_prepackaged_server_runs_inferds_class_on_its_model_uri(tmp_path: Path) -> None:
+    node = load(tmp_path, "graph: {name: clf, implementation: SKLEARN_SERVER, modelUri: s3://b/iris/}").root
+    assert (node.target, node.dialect, node.model_uri) == (
+        "inferd.dialects.seldon.prepackaged:SKLearnServer",
+        "seldon",
+        "s3://b/iris/",
+    )
+    assert node.image == "seldonio/sklearnserver"
+
+
+def test_code_or_an_address_replaces_the_prepackaged_server(tmp_path: Path) -> None:
+    """A node that names its code or the server to call runs that, even one inferd cannot run."""
+    remote = "graph: {name: x, implementation: XGBOOST_SERVER, endpoint: {service_host: h, port: 9000}}"
+    assert load(tmp_path, remote).root.endpoint == spec.Endpoint("h", 9000, "REST")
+    local = load(tmp_path, "graph: {name: x, implementation: SKLEARN_SERVER, modelUri: m, target: A}").root
+    assert (local.target, local.model_uri) == ("A", None)

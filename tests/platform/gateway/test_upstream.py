@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from inferd.platform.gateway.upstream import Pool, UpstreamError
+from inferd.engines.upstream import Pool, UpstreamError
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 REQUEST = b"GET / HTTP/1.1\r\nhost: test\r\n\r\n"

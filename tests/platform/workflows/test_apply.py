@@ -1,6 +1,8 @@
 """``inferd apply``: a SeldonDeployment whose two predictors split the traffic 75/25 (counted by
 whose answer came back), the same file again with the second predictor as a shadow (the first kept,
-not restarted), and a KServe InferenceService rolled out with ``canaryTrafficPercent`` then promoted."""
+not restarted), Seldon's SKLEARN_SERVER on a model folder beside the file, prepackaged servers inferd
+cannot run refused, and a KServe InferenceService rolled out with ``canaryTrafficPercent`` then
+promoted."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 
+from tests.models.sklearn_folder import ROWS, sklearn_model_folder
 from tests.platform.test_control import Control
 from tests.platform.workflows.conftest import verb, write
 
@@ -105,19 +109,48 @@ def test_seldon_refusals(platform: Control, tmp_path: Path) -> None:
     refused = verb(platform, "apply", str(path))
     assert refused.returncode == 2 and "sum to 100, not 105" in refused.stderr
     prepackaged = tmp_path / "bad" / "sklearn.yaml"
-    prepackaged.write_text(
-        textwrap.dedent("""
-            kind: SeldonDeployment
-            metadata: {name: sk}
-            spec:
-              predictors:
-              - name: default
-                graph: {name: clf, implementation: SKLEARN_SERVER, modelUri: gs://seldon-models/sklearn/iris}
-        """)
-    )
-    refused = verb(platform, "apply", str(prepackaged))
-    assert refused.returncode == 2 and "SKLEARN_SERVER" in refused.stderr
+    for implementation, uri, problem in [
+        ("XGBOOST_SERVER", "gs://seldon-models/xgboost/iris", "node 'clf': implementation 'XGBOOST_SERVER'"),
+        ("SKLEARN_SERVER", "/etc", "'/etc' is not inside"),
+        ("SKLEARN_SERVER", "ftp://host/iris", "node 'clf': modelUri 'ftp://host/iris': unknown scheme"),
+    ]:
+        prepackaged.write_text(sklearn_deployment("sk", implementation, uri))
+        refused = verb(platform, "apply", str(prepackaged))
+        assert refused.returncode == 2 and problem in refused.stderr, refused.stderr
     assert platform.call("GET", "/deployments/sk").status_code == 404
+
+
+def sklearn_deployment(name: str, implementation: str, uri: str, method: str | None = None) -> str:
+    chosen = f"parameters: [{{name: method, value: {method}, type: STRING}}]" if method else ""
+    return textwrap.dedent(f"""
+        kind: SeldonDeployment
+        metadata: {{name: {name}}}
+        spec:
+          predictors:
+          - name: default
+            graph: {{name: clf, implementation: {implementation}, modelUri: {uri}, {chosen}}}
+    """)
+
+
+def seldon_answer(gateway: str, name: str) -> dict[str, Any]:
+    body = {"data": {"ndarray": ROWS}}
+    answer = httpx.post(f"{gateway}/e/{name}/api/v1.0/predictions", json=body, timeout=30)
+    assert answer.status_code == 200, answer.text
+    data: dict[str, Any] = answer.json()["data"]
+    return data
+
+
+def test_seldon_sklearn_server(platform: Control, tmp_path: Path) -> None:
+    """Seldon's SKLEARN_SERVER on the model.joblib of a folder beside the file, answering with
+    predict_proba (its default; the ``method`` parameter: test_apply_storage)."""
+    classifier = sklearn_model_folder(tmp_path / "iris")
+    (tmp_path / "sk.yaml").write_text(sklearn_deployment("iris", "SKLEARN_SERVER", "./iris"))
+    applied = verb(platform, "apply", str(tmp_path / "sk.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    proba = seldon_answer(platform.gateway, "iris")
+    assert proba["names"] == ["t:0", "t:1", "t:2"]
+    np.testing.assert_allclose(proba["ndarray"], classifier.predict_proba(ROWS))
+    assert verb(platform, "delete", "iris").returncode == 0
 
 
 INFERENCE_SERVICE = """

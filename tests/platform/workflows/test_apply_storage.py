@@ -2,7 +2,8 @@
 S3 server on loopback): the service's ``inferd serve`` fetches the model folder and serves it
 through the endpoint; an unknown scheme is refused before anything is created; a service of a version
 whose model URI is missing, refused or unreachable is not created, answered 404, 403 or 502 naming the
-URI (without its query string)."""
+URI (without its query string). And a SeldonDeployment whose SKLEARN_SERVER's ``modelUri`` is in the
+same bucket, fetched the same way, answering with the ``method`` parameter's estimator method."""
 
 from __future__ import annotations
 
@@ -10,16 +11,17 @@ from pathlib import Path
 
 import httpx
 
+from tests.models.sklearn_folder import ROWS, sklearn_model_folder
 from tests.platform.control import Control, control
 from tests.platform.test_control import archive_with
 from tests.platform.workflows.conftest import verb
-from tests.platform.workflows.test_apply import INFERENCE_SERVICE, MODEL
+from tests.platform.workflows.test_apply import INFERENCE_SERVICE, MODEL, seldon_answer, sklearn_deployment
 from tests.servers import free_port
 from tests.storage.conftest import Bucket
 from tests.storage.files_server import file_server
 
 
-def test_an_inference_service_from_object_storage(bucket: Bucket, tmp_path: Path) -> None:
+def test_models_from_object_storage(bucket: Bucket, tmp_path: Path) -> None:
     bucket.put("models/scale/inferd.yaml", b"name: scale\n")
     bucket.put("models/scale/model.py", f"FACTOR = 5.0\n{MODEL}".encode())
     manifest = tmp_path / "isvc.yaml"
@@ -43,6 +45,16 @@ def test_an_inference_service_from_object_storage(bucket: Bucket, tmp_path: Path
             and "unknown scheme" in refused.stderr
         )
         assert len(running.call("GET", "/deployments/scale/versions").json()) == 1
+
+        classifier = sklearn_model_folder(tmp_path / "iris")
+        bucket.put("models/iris/model.joblib", (tmp_path / "iris" / "model.joblib").read_bytes())
+        seldon = tmp_path / "seldon" / "sk.yaml"
+        seldon.parent.mkdir()
+        uri = f"s3://{bucket.name}/models/iris/"
+        seldon.write_text(sklearn_deployment("sk", "SKLEARN_SERVER", uri, method="predict"))
+        applied = verb(running, "apply", str(seldon))
+        assert applied.returncode == 0, applied.stderr + applied.stdout
+        assert seldon_answer(running.gateway, "sk")["ndarray"] == classifier.predict(ROWS).tolist()
 
 
 def refused_service(running: Control, label: str, uri: str) -> dict[str, str | int]:

@@ -1,4 +1,5 @@
-"""The gateway's HTTP/1.1 client: keep-alive connections to one upstream, parsed by httptools.
+"""An HTTP/1.1 client: keep-alive connections to one upstream, parsed by httptools (the platform
+gateway's, and the Ray engine's forwarder, `inferd.engines.forward`).
 
 One `Connection` carries one exchange at a time (no pipelining): the gateway writes a request, then
 reads the answer's head (`head`) and its body piece by piece (`body`); content-length, chunked and
@@ -19,6 +20,7 @@ from collections.abc import Iterable
 from typing import cast
 
 import httptools
+from starlette.types import Send
 
 #: Answer headers that describe one connection, not the answer (RFC 9110 7.6.1), never passed on.
 HOP_BY_HOP = frozenset(
@@ -312,3 +314,13 @@ class Pool:
     def close(self) -> None:
         while self.idle:
             self.idle.pop().abort()
+
+
+async def relay(connection: Connection, status: int, headers: Headers, send: Send) -> None:
+    """The answer passed on to an ASGI ``send``: its head, then its body piece by piece as it
+    arrives; an UpstreamError when the upstream breaks off after the answer started."""
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    more = True
+    while more:
+        data, more = await connection.body()
+        await send({"type": "http.response.body", "body": data, "more_body": more})
