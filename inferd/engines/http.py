@@ -8,15 +8,17 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import uvicorn
 from starlette.types import ASGIApp
 
 from inferd.core.settings import ServerSettings
 from inferd.engines.connections import ConnectionLimits, limited_protocol
-from inferd.engines.fast_connection import fast_protocol
-from inferd.server.fast import FastInfer
+
+if TYPE_CHECKING:  # the fast path comes with the app that has one: the platform's control process
+    # imports this module without the model-serving stack
+    from inferd.server.fast import FastInfer
 
 
 class HttpServer(Protocol):
@@ -57,9 +59,15 @@ def uvicorn_config(
     """uvicorn on httptools with inferd's connection limits (`inferd.engines.connections`), its
     connections calling ``fast`` for the requests it takes (`inferd.engines.fast_connection`)."""
     limits = ConnectionLimits(settings.header_timeout, settings.max_header_size, max_connections)
+    if fast is None:
+        protocol = limited_protocol(limits)
+    else:
+        from inferd.engines.fast_connection import fast_protocol
+
+        protocol = fast_protocol(limits, fast)
     return uvicorn.Config(
         app,
-        http=limited_protocol(limits) if fast is None else fast_protocol(limits, fast),
+        http=protocol,
         ws="none",  # no WebSocket routes: and not importing a WebSocket library saves memory
         loop="none",
         lifespan="off",
