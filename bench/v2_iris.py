@@ -241,6 +241,17 @@ def floor_launch(workdir: Path) -> Launch:
     return Launch(command, ROOT, port)  # the app loads examples/iris/model.joblib without inferd
 
 
+def floor_granian_launch(workdir: Path) -> Launch:
+    """The same floor app under granian's ASGI interface (one worker, uvloop): the server swap alone."""
+    port = free_port()
+    command = [
+        venv_tool("granian"), "--interface", "asgi", "--working-dir", str(BENCH),
+        "--host", HOST, "--port", str(port), "--workers", "1", "--loop", "uvloop", "--no-ws",
+        "--log-level", "warning", "floor_app:app",
+    ]  # fmt: skip
+    return Launch(command, ROOT, port)
+
+
 def mlserver_launch(parallel_workers: int) -> Callable[[Path], Launch]:
     """MLServer with ``parallel_workers`` inference processes (0: it predicts in its own process)."""
 
@@ -312,7 +323,15 @@ SERVERS = (
     ServerSpec(
         "inferd-2w-batch", "inferd 2 workers, batching", "inferd", inferd_launch(2, True), counterpart=None
     ),
+    ServerSpec(
+        "inferd-1w-granian",
+        "inferd 1 worker, --http granian",
+        "granian",
+        inferd_launch(1, options=("--http", "granian")),
+        counterpart=None,
+    ),
     ServerSpec("floor", "floor", "floor", floor_launch),
+    ServerSpec("floor-granian", "floor on granian (ASGI)", "granian", floor_granian_launch),
     ServerSpec(
         "mlserver", "MLServer 1.7 in-process", "mlserver", mlserver_launch(0), returns_probabilities=False
     ),
@@ -851,6 +870,9 @@ def evaluate_targets(outcomes: Sequence[ServerOutcome]) -> list[TargetResult]:
         _target(outcomes, f"inferd 1 worker c{c} >= 2x MLServer", "inferd-1w", mlserver, 2.0),
         _target(outcomes, f"inferd 1 worker c{c} >= 85% of floor", "inferd-1w", floor, 0.85),
         _target(outcomes, f"inferd 2 workers c{c} >= 1.8x 1 worker", "inferd-2w", ("inferd-1w",), 1.8),
+        # issue 26, past the floor: the default HTTP server, then granian (--http granian)
+        _target(outcomes, f"inferd 1 worker c{c} >= 1.2x floor", "inferd-1w", floor, 1.2),
+        _target(outcomes, f"inferd 1 worker granian c{c} >= 1.2x floor", "inferd-1w-granian", floor, 1.2),
         # issue 7: batching on, 2 workers, concurrency 64; CPU and memory of one worker
         _target(outcomes, "inferd 2 workers batching c64 >= 1.5x floor", "inferd-2w-batch", floor, 1.5, 64),
         _target(

@@ -180,6 +180,14 @@ class ServerSettings(DialectSettings, BaseSettings):
     grpc_enabled: bool = True
     """Serve the V2 gRPC protocol next to HTTP."""
 
+    http: Literal["uvicorn", "granian"] = "uvicorn"
+    """HTTP server core: uvicorn (httptools), or granian (Rust, ``pip install inferd[granian]``).
+
+    Both serve the same app and V2 infer fast path, share one port across workers and drain on
+    SIGTERM. granian applies ``header_timeout`` and ``max_header_size`` by dropping the connection
+    (no 408 or 431), counts ``max_connections`` as requests in flight, and ignores
+    ``keep_alive_timeout``; see docs/workers.md for the measured difference."""
+
     workers: int = Field(1, ge=1)
     """Number of server processes sharing the HTTP and gRPC ports; each loads the models once."""
 

@@ -117,14 +117,22 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.head_started = True
 
     def on_headers_complete(self) -> None:
-        self.in_head = False
-        self.cancel_head_timer()
+        self.head_ended()
         if self.over_limit:
             self.app = self.overloaded()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
+        self.request_ended()
+
+    def head_ended(self) -> None:
+        """A request's head is whole: its body (if any) follows, not counted towards the head."""
+        self.in_head = False
+        self.cancel_head_timer()
+
+    def request_ended(self) -> None:
+        """A request is whole: the next bytes begin a head."""
         self.in_head, self.head_started, self.head_bytes, self.message_ended = True, False, 0, True
 
     def on_response_complete(self) -> None:

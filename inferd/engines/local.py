@@ -1,4 +1,5 @@
-"""One server process: uvicorn and grpc.aio on one event loop, with graceful shutdown.
+"""One server process: the HTTP server (uvicorn, or granian: ``--http``) and grpc.aio on one event
+loop, with graceful shutdown.
 
 The engine owns the signals: SIGTERM or Ctrl+C stops accepting, lets in-flight HTTP requests and
 gRPC calls finish within ``graceful_timeout``, then unloads the models. A second signal forces exit.
@@ -15,15 +16,14 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import uvicorn
 from starlette.types import ASGIApp
 
 from inferd.config.settings import Settings
 from inferd.core.errors import ListenError
-from inferd.engines.http import SignalFreeServer, uvicorn_config
+from inferd.engines.http import HttpServer, SignalFreeServer, http_server, uvicorn_config
 from inferd.engines.open_files import connection_budget, raise_open_files_limit
 from inferd.engines.sockets import bind_http, listen_errors, port_of
-from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app
+from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app, fast_infer_of
 
 if TYPE_CHECKING:
     import grpc
@@ -139,7 +139,8 @@ async def serve(
         except ListenError:
             await backend.drain(0)  # gRPC already runs: stop it before telling why HTTP cannot
             raise
-        http = SignalFreeServer(uvicorn_config(settings, backend.app(), max_connections))
+        app = backend.app()
+        http = http_server(settings, app, max_connections, fast_infer_of(app))
         metrics_server, metrics_port = None, None
         if settings.metrics_port is not None:
             metrics_sock = metrics_socket or bind_http(settings.host, settings.metrics_port)
@@ -177,8 +178,8 @@ def _freeze_heap() -> None:
     gc.freeze()
 
 
-def _stop_event(http: uvicorn.Server, signals: tuple[signal.Signals, ...]) -> asyncio.Event:
-    """Set on the first signal; a second one makes uvicorn give up on draining."""
+def _stop_event(http: HttpServer, signals: tuple[signal.Signals, ...]) -> asyncio.Event:
+    """Set on the first signal; a second one makes the HTTP server give up on draining."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 

@@ -28,8 +28,9 @@ from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import ui
 from inferd.server.auth import BearerAuth, Tokens, open_routes, tokens_of
 from inferd.server.errors import EXCEPTION_HANDLERS, TYPED_ERROR_HANDLERS
-from inferd.server.middleware import RequestContext
-from inferd.server.origins import HostCheck, OriginPolicy, guard_control_routes, host_policy
+from inferd.server.fast import FastInfer
+from inferd.server.middleware import RequestContext, RequestIds
+from inferd.server.origins import HostCheck, HostPolicy, OriginPolicy, guard_control_routes, host_policy
 from inferd.server.routing import DirectRoutes, IndexedRouter, direct_routes, leading_routes
 from inferd.server.tracing import TracedRequests
 from inferd.server.ui.describe import Describer
@@ -106,9 +107,12 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
     ]
     guard_control_routes(routes, OriginPolicy(settings.allowed_origins))
     router = IndexedRouter(routes, lifespan=lifespan)
+    ids, hosts = RequestIds(), host_policy(settings)
     middleware = [
-        Middleware(RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log),
-        *_host_check(settings),
+        Middleware(
+            RequestContext, max_body_size=settings.max_body_size, access_log=settings.access_log, ids=ids
+        ),
+        *_host_check(hosts),
         *_authentication(runtime, tokens, login),
         Middleware(
             DirectRoutes,
@@ -121,7 +125,17 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
         middleware.insert(0, Middleware(TracedRequests, tracer=tracing.tracer))
     app = Starlette(middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)
     app.router = router
+    infer = v2_rest.Infer(dataplane, settings.max_body_size)
+    app.state.fast_infer = FastInfer(infer, ids, settings.max_body_size, settings.access_log, hosts, tokens)
     return app
+
+
+def fast_infer_of(app: object) -> FastInfer | None:
+    """The `FastInfer` of an app `create_app` built (what a server's connections may call instead
+    of the app for V2 infer); None for any other app."""
+    state = getattr(app, "state", None)
+    fast = getattr(state, "fast_infer", None)
+    return fast if isinstance(fast, FastInfer) else None
 
 
 def models_lifespan(runtime: Runtime) -> Lifespan[Starlette]:
@@ -138,10 +152,9 @@ def models_lifespan(runtime: Runtime) -> Lifespan[Starlette]:
     return lifespan
 
 
-def _host_check(settings: ServerSettings) -> list[Middleware]:
+def _host_check(policy: HostPolicy | None) -> list[Middleware]:
     """The ``Host`` check against DNS rebinding (`inferd.server.origins`), before authentication: a
     page on a foreign name learns nothing, not even whether a token is needed."""
-    policy = host_policy(settings)
     return [] if policy is None else [Middleware(HostCheck, policy=policy)]
 
 

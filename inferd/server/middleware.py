@@ -22,9 +22,37 @@ from inferd.server.limits import BodyLimit
 access_logger = logging.getLogger("inferd.access")
 
 
+class RequestIds:
+    """Request ids: the client's ``X-Request-ID``, else a process prefix and a counter (unique across
+    workers, cheaper than a uuid). One per app, shared by its request middleware and its connection
+    fast path (`inferd.server.fast`), so ids never repeat within a process."""
+
+    def __init__(self) -> None:
+        self._prefix = f"{os.getpid():x}-{os.urandom(3).hex()}-"
+        self._counter = itertools.count(1)
+
+    def new(self) -> str:
+        return f"{self._prefix}{next(self._counter):x}"
+
+
+def log_access(method: str, path: str, status: int, started: float) -> None:
+    """The access line of one request, ``started`` by `time.perf_counter`."""
+    access_logger.info(
+        "%s %s %d",
+        method,
+        path,
+        status,
+        extra={
+            "method": method,
+            "path": path,
+            "status": status,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        },
+    )
+
+
 class RequestContext:
-    """Gives every request an id (the client's ``X-Request-ID``, else a process prefix and a counter:
-    unique across workers, cheaper than a uuid), echoes it in the response, refuses bodies over
+    """Gives every request an id (`RequestIds`), echoes it in the response, refuses bodies over
     ``max_body_size`` (by Content-Length up front, or while streaming), and logs one access line
     per request when enabled. With ``limit_of``, each request's limit is what it answers for the
     request (`inferd.server.limits.RouteLimits`: per route) instead.
@@ -39,14 +67,14 @@ class RequestContext:
         max_body_size: int,
         access_log: bool,
         limit_of: Callable[[Scope], BodyLimit] | None = None,
+        ids: RequestIds | None = None,
     ) -> None:
         self.app = app
         self.max_body_size = max_body_size
         self.limit = BodyLimit(max_body_size)
         self.limit_of = limit_of
         self.access_log = access_log
-        self._prefix = f"{os.getpid():x}-{os.urandom(3).hex()}-"
-        self._counter = itertools.count(1)
+        self.ids = ids or RequestIds()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -58,7 +86,7 @@ class RequestContext:
                 rid = value.decode("latin-1")
             elif key == b"content-length":
                 length = value
-        rid = rid or f"{self._prefix}{next(self._counter):x}"
+        rid = rid or self.ids.new()
         token = request_id.set(rid)
         started = time.perf_counter()
         status, started_response = 500, False
@@ -85,22 +113,8 @@ class RequestContext:
                 await error_response(exc)(scope, receive, send_with_id)
         finally:
             if self.access_log:
-                self._log(scope, status, started)
+                log_access(scope["method"], scope["path"], status, started)
             request_id.reset(token)
-
-    def _log(self, scope: Scope, status: int, started: float) -> None:
-        access_logger.info(
-            "%s %s %d",
-            scope["method"],
-            scope["path"],
-            status,
-            extra={
-                "method": scope["method"],
-                "path": scope["path"],
-                "status": status,
-                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-            },
-        )
 
 
 def _limited(receive: Receive, limit: BodyLimit) -> Receive:

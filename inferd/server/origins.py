@@ -110,6 +110,10 @@ def is_loopback(name: str) -> bool:
         return False
 
 
+#: How many ``Host`` values a `HostPolicy` remembers its answer for.
+SEEN_HOSTS = 256
+
+
 class HostPolicy:
     """The ``Host`` names a server answers: loopback ones, and ``allowed`` (``*`` for any,
     ``.example.com`` for that name and its subdomains)."""
@@ -119,11 +123,22 @@ class HostPolicy:
         self.any = "*" in names
         self.exact = frozenset(name for name in names if not name.startswith("."))
         self.suffixes = tuple(name for name in names if name.startswith("."))
+        #: Answers by ``Host`` value: clients send the same few, and parsing one costs several
+        #: microseconds per request. Emptied when full, so odd names cannot grow it without bound.
+        self.seen: dict[str, bool] = {}
 
     def allows(self, host: str) -> bool:
         """Whether a ``Host`` header value (a name or address, maybe with a port) is answered."""
         if self.any:
             return True
+        answer = self.seen.get(host)
+        if answer is None:
+            if len(self.seen) >= SEEN_HOSTS:
+                self.seen.clear()
+            answer = self.seen[host] = self._allows(host)
+        return answer
+
+    def _allows(self, host: str) -> bool:
         try:
             name = urlsplit(f"//{host}").hostname
         except ValueError:

@@ -56,17 +56,26 @@ def wait_in_flight(server: RunningServer, model: str) -> None:
     raise AssertionError(f"no request to {model} in flight")
 
 
+def slow_call_in_flight(
+    server: RunningServer, seconds: float
+) -> tuple[threading.Thread, list[httpx.Response]]:
+    """A thread calling the ``slow`` model for ``seconds``, returned once the call is in flight, and
+    the list its answer will be put in."""
+    answers: list[httpx.Response] = []
+    url = f"{server.http_url}/v2/models/slow/infer"
+    caller = threading.Thread(
+        target=lambda: answers.append(httpx.post(url, json=slow_request(seconds), timeout=30))
+    )
+    caller.start()
+    wait_in_flight(server, "slow")
+    return caller, answers
+
+
 def test_sigterm_drains_isolated_workers_and_refuses_new_connections() -> None:
     with serve(NATIVE, "--isolate", "--workers", "2", env={"INFERD_GRACEFUL_TIMEOUT": "20"}) as server:
         tree = descendants(server.process.pid)
         assert len(tree) >= 4  # two workers and their model processes
-        answers: list[httpx.Response] = []
-        url = f"{server.http_url}/v2/models/slow/infer"
-        caller = threading.Thread(
-            target=lambda: answers.append(httpx.post(url, json=slow_request(4), timeout=30))
-        )
-        caller.start()
-        wait_in_flight(server, "slow")
+        caller, answers = slow_call_in_flight(server, 4)
         server.process.send_signal(signal.SIGTERM)
         time.sleep(1)
         with pytest.raises(httpx.ConnectError):
