@@ -3,7 +3,8 @@ the artifact store's copies), and the clean-up of services a test left running.
 
 Services outlive their control process by design (a restarted control adopts them), so a test that
 ends without stopping its services would leave their ``inferd serve`` processes behind; each test's
-and then the session's temporary folders are swept for them."""
+and then the session's temporary folders are swept for them. Under pytest-xdist the session's folder
+is the worker's own (``.../popen-gwN``), so a sweep never reaches another worker's processes."""
 
 import os
 import signal
@@ -19,7 +20,7 @@ from tests.storage.conftest import bucket, s3_endpoint  # noqa: F401 (fixtures)
 def _processes_under(root: Path) -> list[int]:
     """The processes (not this one) whose working folder is inside ``root``: a service runs in its
     own folder under the control's data folder."""
-    found, prefix = [], str(root.resolve())
+    found, root = [], root.resolve()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -27,7 +28,8 @@ def _processes_under(root: Path) -> list[int]:
             folder = os.readlink(entry / "cwd")
         except OSError:
             continue
-        if folder.removesuffix(" (deleted)").startswith(prefix):
+        # inside, not merely sharing a prefix: test_x1 is no part of test_x10, popen-gw1 of popen-gw10
+        if Path(folder.removesuffix(" (deleted)")).is_relative_to(root):
             found.append(int(entry.name))
     return found
 
