@@ -15,10 +15,7 @@ import pytest
 
 from tests.servers import ROOT, RunningServer, serve
 
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed"),
-    pytest.mark.xdist_group("local-ray"),  # one local Ray at a time (tests/conftest.py)
-]
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
 
 #: scikit-learn is imported in load(): the command imports the class (to name the model) but only the
 #: replicas load it, and importing it there too would cost the 60 s budget seconds.

@@ -24,10 +24,7 @@ import pytest
 from inferd.config.settings import Settings
 from tests.servers import RunningServer, serve
 
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed"),
-    pytest.mark.xdist_group("local-ray"),  # one local Ray at a time (tests/conftest.py)
-]
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
 
 COMPONENTS = {
     "AddOne.py": """

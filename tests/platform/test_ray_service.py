@@ -15,10 +15,7 @@ import pytest
 
 from tests.platform.test_control import control, project, through, wait_state
 
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed"),
-    pytest.mark.xdist_group("local-ray"),  # one local Ray at a time (tests/conftest.py)
-]
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
 
 
 def test_a_ray_service_serves_through_an_endpoint_and_stops(tmp_path: Path) -> None:
