@@ -7,7 +7,9 @@ and then the session's temporary folders are swept for them. Under pytest-xdist 
 is the worker's own (``.../popen-gwN``), so a sweep never reaches another worker's processes."""
 
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,3 +65,17 @@ def no_services_left(tmp_path: Path) -> Iterator[None]:
 def no_services_left_at_all(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     yield
     stop_processes_under(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture
+def short_path() -> Iterator[Path]:
+    """A folder of the test's own on a short path (``/tmp/inferd-XXXXXXXX``), for what HAProxy runs in:
+    its socket paths must fit in 97 bytes, and a pytest-xdist worker's ``tmp_path``
+    (``/tmp/pytest-of-USER/pytest-N/popen-gwN/TEST_NAME0/``) leaves a data folder no room for them.
+    Swept and removed like ``tmp_path``."""
+    folder = Path(tempfile.mkdtemp(prefix="inferd-"))
+    try:
+        yield folder
+    finally:
+        stop_processes_under(folder)
+        shutil.rmtree(folder, ignore_errors=True)
