@@ -114,9 +114,11 @@ def scaled_service(running: Control, folder: Path, **scaling: Any) -> str:
         ),
     ],
 )
-def test_a_service_scales_up_under_load_and_down_after_it(tmp_path: Path, data_path: str) -> None:
+def test_a_service_scales_up_under_load_and_down_after_it(
+    tmp_path: Path, short_path: Path, data_path: str
+) -> None:
     folder = project(tmp_path / "who")
-    with control(tmp_path / "data", data_path, env=FAST) as running:
+    with control(short_path / "data", data_path, env=FAST) as running:  # HAProxy's sockets go in it
         service = scaled_service(running, folder, min_replicas=1, max_replicas=3, target_concurrency=1)
         load = Load(running, clients=6)
         try:

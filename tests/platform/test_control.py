@@ -80,8 +80,8 @@ class Load:
         ),
     ],
 )
-def test_deploy_switch_and_adopt(tmp_path: Path, data_path: str) -> None:
-    data = tmp_path / "data"
+def test_deploy_switch_and_adopt(tmp_path: Path, short_path: Path, data_path: str) -> None:
+    data = short_path / "data"  # HAProxy's sockets go in it
     with control(data, data_path) as running:
         assert running.verb("create-deployment", "iris").returncode == 0
         versions = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import httpx
 
@@ -71,15 +72,16 @@ def test_grpc_is_served_by_every_worker_on_one_port(two_workers: RunningServer) 
     assert len(seen) == 2
 
 
-def test_the_metrics_directory_is_removed_on_shutdown() -> None:
-    import tempfile
-    from pathlib import Path
+def test_the_metrics_directory_is_removed_on_shutdown(tmp_path: Path) -> None:
+    """The server's temporary folder is the test's own, so no other server's metrics folder (one
+    running beside it in another worker) is counted."""
 
     def metrics_dirs() -> set[Path]:
-        return set(Path(tempfile.gettempdir()).glob("inferd-metrics-*"))
+        return set(tmp_path.glob("inferd-metrics-*"))
 
     before = metrics_dirs()
-    with serve(str(TEST_MODELS / "native.py"), "--workers", "2", "--no-grpc"):
+    env = {"TMPDIR": str(tmp_path)}
+    with serve(str(TEST_MODELS / "native.py"), "--workers", "2", "--no-grpc", env=env):
         created = metrics_dirs() - before
         assert len(created) == 1
     assert not created & metrics_dirs()

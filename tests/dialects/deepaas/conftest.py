@@ -20,14 +20,25 @@ def site_env(**more: str) -> dict[str, str]:
 
 
 @contextmanager
-def serve_demo(tmp_path_factory: pytest.TempPathFactory, target: str, *args: str) -> Iterator[RunningServer]:
-    """``target`` (empty: the entry points) served by the DEEPaaS dialect with a data folder of its own."""
+def serve_demo(
+    tmp_path_factory: pytest.TempPathFactory, target: str, *args: str, temp: Path | None = None
+) -> Iterator[RunningServer]:
+    """``target`` (empty: the entry points) served by the DEEPaaS dialect with a data folder of its own,
+    and ``temp`` as its temporary folder (``TMPDIR``) when given."""
     data_dir = tmp_path_factory.mktemp("deepaas-data")
-    with serve(target, "--dialect", "deepaas", "--data-dir", str(data_dir), *args, env=site_env()) as server:
+    env = site_env(**({"TMPDIR": str(temp)} if temp else {}))
+    with serve(target, "--dialect", "deepaas", "--data-dir", str(data_dir), *args, env=env) as server:
         yield server
 
 
-demo_server = served(lambda tmp_path_factory: serve_demo(tmp_path_factory, ""))
+@pytest.fixture(scope="session")
+def demo_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo server's temporary folder, where its uploads go: its own, so that a test counting the
+    files left there sees no other process's (tests running beside it in another worker)."""
+    return tmp_path_factory.mktemp("deepaas-temp")
+
+
+demo_server = served(lambda tmp_path_factory, demo_temp: serve_demo(tmp_path_factory, "", temp=demo_temp))
 test_model_server = served(
     lambda tmp_path_factory: serve_demo(tmp_path_factory, "", "--model-name", "deepaas-test")
 )

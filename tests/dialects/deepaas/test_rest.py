@@ -3,10 +3,9 @@ accept types, response schemas and errors."""
 
 from __future__ import annotations
 
-import glob
 import http.client
 import os
-import tempfile
+from pathlib import Path
 
 import httpx
 import pytest
@@ -109,8 +108,13 @@ def test_arguments_from_query_form_json_and_headers(demo: httpx.Client) -> None:
     assert first.json()["predictions"]["args"]["number"] == 6  # the query string comes first
 
 
-def test_uploaded_file_reaches_the_model_and_is_removed(demo: httpx.Client) -> None:
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "inferd-upload-*")))
+def uploads(temp: Path) -> set[Path]:
+    """The upload files in the server's temporary folder."""
+    return set(temp.glob("inferd-upload-*"))
+
+
+def test_uploaded_file_reaches_the_model_and_is_removed(demo: httpx.Client, demo_temp: Path) -> None:
+    before = uploads(demo_temp)
     files = {"data": ("notes.txt", b"hello file", "application/x-foo")}
     response = predict(demo, data={"number": "1"}, files=files)
     assert response.status_code == 200, response.text
@@ -122,8 +126,9 @@ def test_uploaded_file_reaches_the_model_and_is_removed(demo: httpx.Client) -> N
         "notes.txt",
     )
     assert uploaded["path_exists"] is True and predictions["content"] == "hello file"
+    assert Path(uploaded["path"]).parent == demo_temp  # where the count below looks
     assert not os.path.exists(uploaded["path"])
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "inferd-upload-*"))) == before
+    assert uploads(demo_temp) == before
 
 
 def test_file_field_given_as_text_is_passed_as_text(demo: httpx.Client) -> None:
@@ -154,13 +159,13 @@ def test_bad_arguments_are_422(demo: httpx.Client, kwargs: dict, messages: dict)
     assert predict(demo, params={"number": "1"}).status_code == 200
 
 
-def test_malformed_multipart_is_400_and_leaves_no_file(demo: httpx.Client) -> None:
+def test_malformed_multipart_is_400_and_leaves_no_file(demo: httpx.Client, demo_temp: Path) -> None:
     body = b'--b\r\nContent-Disposition: form-data; name="data"; filename="x"\r\n\r\nunterminated'
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "inferd-upload-*")))
+    before = uploads(demo_temp)
     response = predict(demo, content=body, headers={"content-type": "multipart/form-data"})  # no boundary
     assert response.status_code == 400
     assert response.text.startswith("400: malformed form body")
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "inferd-upload-*"))) == before
+    assert uploads(demo_temp) == before
     assert predict(demo, params={"number": "1"}).status_code == 200
 
 

@@ -44,21 +44,48 @@ HANDLER = textwrap.dedent("""
 """)
 
 
+#: Runs the commands in one abejacli process: the CLI's real commands, without a Python start each.
+COMMANDS = Path(__file__).with_name("abejacli_commands.py")
+
+
 class Abeja:
+    """``abeja model ...`` as a user of abejacli runs it (its environment, a folder to run in), each
+    command run by one process of abejacli's Python (abejacli_commands.py)."""
+
     def __init__(self, command: Path, running: Control, home: Path) -> None:
-        self.command, self.env = command, abeja_env(running, home)
+        self.home = home
+        self.process = subprocess.Popen(
+            [str(command.parent / "python"), "-I", str(COMMANDS)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=abeja_env(running, home),
+            cwd=home,
+        )
+
+    def __enter__(self) -> Abeja:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        finally:
+            self.process.kill()
+            self.process.stdout.close()
 
     def run(
         self, *args: str, cwd: Path | None = None, ok: bool = True, group: str = "model"
     ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [str(self.command), group, *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            cwd=cwd or Path(self.env["HOME"]),
-            timeout=180,
-        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        command = ["abeja", group, *args]
+        self.process.stdin.write(json.dumps({"args": command[1:], "cwd": str(cwd or self.home)}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, f"abejacli's process ended with {self.process.wait()} at {' '.join(command)}"
+        answer = json.loads(line)
+        done = subprocess.CompletedProcess(command, answer["returncode"], answer["stdout"], answer["stderr"])
         if ok:
             assert done.returncode == 0, f"abeja {group} {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
         return done
@@ -78,8 +105,8 @@ def test_abeja_model_commands(abeja_cli: Path, tmp_path: Path) -> None:
     (project / "weights.bin").write_bytes(random.Random(0).randbytes(32 * 1024))
     home = tmp_path / "home"
     home.mkdir()
-    with control(tmp_path / "data", INFERD_TRIGGER_POLL_SECONDS="0.2") as running:
-        abeja = Abeja(abeja_cli, running, home)
+    polling = {"INFERD_TRIGGER_POLL_SECONDS": "0.2"}
+    with control(tmp_path / "data", **polling) as running, Abeja(abeja_cli, running, home) as abeja:
         deployment = abeja.json("create-deployment", "-n", "greeter", "-e", "COLOUR:blue")
         dep = deployment["deployment_id"]
         assert deployment["name"] == "greeter" and deployment["default_environment"] == {"COLOUR": "blue"}

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-async def haproxy(tmp_path: Path) -> AsyncIterator[HAProxyPath]:
-    path = HAProxyPath(tmp_path / "haproxy", "127.0.0.1", free_port())
+async def haproxy(short_path: Path) -> AsyncIterator[HAProxyPath]:
+    path = HAProxyPath(short_path / "haproxy", "127.0.0.1", free_port())
     await path.start()
     try:
         yield path
@@ -93,8 +93,8 @@ async def test_services_and_endpoints_come_and_go(
         await haproxy.route("one", [(alpha.address, 100)], (beta.address, 10))
 
 
-async def test_tokens_and_a_dead_service(tmp_path: Path, alpha: Upstream) -> None:
-    path = HAProxyPath(tmp_path / "h", "127.0.0.1", free_port(), tokens=["secret"])
+async def test_tokens_and_a_dead_service(short_path: Path, alpha: Upstream) -> None:
+    path = HAProxyPath(short_path / "h", "127.0.0.1", free_port(), tokens=["secret"])
     await path.start()
     try:
         await path.route("main", [(alpha.address, 100)], None)

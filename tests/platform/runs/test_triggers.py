@@ -12,6 +12,12 @@ from typing import Any
 from tests.platform.runs.test_runs import alive, push, slow, wait_run
 from tests.platform.test_control import Control, control, project
 
+#: How often the control processes here look at a trigger's folder (the default is 2 s).
+POLL_SECONDS = 0.2
+POLLING = {"INFERD_TRIGGER_POLL_SECONDS": str(POLL_SECONDS)}
+#: How long a test waits to see that something does not happen: this many looks at the folder.
+LOOKS = 10
+
 
 def runs_of(running: Control, trigger: str) -> list[dict[str, Any]]:
     found = running.call("GET", "/deployments/app/runs").json()
@@ -38,7 +44,7 @@ def test_trigger_runs_each_new_file_once_across_restarts(tmp_path: Path) -> None
     data, watched, output = tmp_path / "data", tmp_path / "watched", tmp_path / "out"
     watched.mkdir()
     drop(watched, "old.json", 9.0)  # there before the trigger: not run
-    with control(data) as running:
+    with control(data, env=POLLING) as running:
         running.call("POST", "/deployments", json={"name": "app"})
         version = push(running, project(tmp_path / "p", 3.0), "1")
         sleepy = push(running, slow(tmp_path / "slow"), "slow")
@@ -69,11 +75,11 @@ def test_trigger_runs_each_new_file_once_across_restarts(tmp_path: Path) -> None
         running.process.wait(30)
         assert alive(pid)
 
-    with control(data) as again:
+    with control(data, env=POLLING) as again:
         failed = again.call("GET", f"/runs/{left}").json()
         assert failed["state"] == "failed" and failed["reason"] == "control process restarted"
         assert not alive(pid) and not pid_file.exists()
-        time.sleep(5)  # a few looks at the folder: nothing is run twice
+        time.sleep(LOOKS * POLL_SECONDS)  # looks at the folder: nothing is run twice
         assert len(runs_of(again, trigger)) == 2
         drop(watched, "c.json", 3.0)
         assert len(wait_runs(again, trigger, 3)) == 3
@@ -82,7 +88,7 @@ def test_trigger_runs_each_new_file_once_across_restarts(tmp_path: Path) -> None
         disabled = again.call("PATCH", f"/triggers/{trigger}", json={"enabled": False})
         assert disabled.status_code == 200 and disabled.json()["enabled"] is False
         drop(watched, "d.json", 4.0)
-        time.sleep(5)
+        time.sleep(LOOKS * POLL_SECONDS)  # looks at the folder: no run
         assert len(runs_of(again, trigger)) == 3
         assert again.verb("delete-trigger", trigger).returncode == 0
         assert again.call("GET", f"/triggers/{trigger}").status_code == 404
