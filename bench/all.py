@@ -68,12 +68,14 @@ def _peer_env(workdir: Path) -> dict[str, str]:
 # ------------------------------------------------------------------------------------ V2 JSON peers
 
 
-def kserve_launch(workdir: Path) -> Launch:
+def kserve_launch(workdir: Path, app: str = "kserve_app.py", options: tuple[str, ...] = ()) -> Launch:
+    """bench/``app`` (a ``kserve.ModelServer`` script) from KServe's venv on free ports, per-request
+    logs off, with KServe's ``options`` after ours."""
     python = ensure_env(ENVS / "kserve", "python", KSERVE_REQUIREMENTS)
     port = free_port()
     command = [
-        str(python), str(BENCH / "kserve_app.py"), "--http_port", str(port), "--grpc_port", str(free_port()),
-        "--enable_latency_logging", "false",
+        str(python), str(BENCH / app), "--http_port", str(port), "--grpc_port", str(free_port()),
+        "--enable_latency_logging", "false", *options,
     ]  # fmt: skip
     return Launch(command, BENCH, port, _peer_env(workdir))
 

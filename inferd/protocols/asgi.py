@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+import numpy as np
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
@@ -51,22 +52,71 @@ async def read_body(receive: Receive) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def send_response(send: Send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]]) -> None:
+async def read_body_buffer(receive: Receive, scope: Scope) -> bytes | memoryview:
+    """The whole request body, for routes that take big ones (binary tensors): a body that arrives
+    in one message is that message's bytes, as with `read_body`; one in several messages is copied
+    once, chunk by chunk, into a buffer of its Content-Length, rather than kept as chunks and then
+    joined (a second copy, both alive at once). The buffer is a numpy allocation, so its pages are
+    touched only as data arrives: a client that declares a large body and sends little holds
+    little. Read-only, like bytes. `ClientDisconnect` if the client went away first."""
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise ClientDisconnect()
+    first: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        return first
+    declared = header(scope, b"content-length")
+    if declared is None or not declared.isdigit():
+        return first + await read_body(receive)  # chunked: its size is known only at its end
+    buffer = np.empty(int(declared), dtype=np.uint8).data
+    filled = 0
+    while True:
+        end = filled + len(first)
+        if end > len(buffer):  # more than declared: the HTTP server would not pass it on
+            raise ClientDisconnect()
+        buffer[filled:end] = first
+        filled = end
+        if not message.get("more_body", False):
+            return buffer[:filled].toreadonly()
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        first = message.get("body", b"")
+
+
+#: A response body: bytes, or parts sent one after another (a header, then arrays' own memory),
+#: so that nothing joins them into one more copy.
+Body = bytes | tuple[bytes | memoryview, ...]
+
+
+def body_length(body: Body) -> int:
+    if isinstance(body, bytes):
+        return len(body)
+    return sum(part.nbytes if isinstance(part, memoryview) else len(part) for part in body)
+
+
+async def send_response(send: Send, status: int, body: Body, headers: Sequence[tuple[bytes, bytes]]) -> None:
     """An answer with ``body`` and ``headers`` (names lower-case; the sequence is not kept), and its
-    Content-Length where the status allows a body (as Starlette's `Response` does)."""
+    Content-Length where the status allows a body (as Starlette's `Response` does). A body in parts
+    goes as one ASGI message per part."""
     if status >= 200 and status not in (204, 304):
-        sent = [(b"content-length", str(len(body)).encode()), *headers]
+        sent = [(b"content-length", str(body_length(body)).encode()), *headers]
     else:
         sent = list(headers)
     await send({"type": "http.response.start", "status": status, "headers": sent})
-    await send({"type": "http.response.body", "body": body})
+    if isinstance(body, bytes):
+        await send({"type": "http.response.body", "body": body})
+        return
+    parts = body or (b"",)
+    for index, part in enumerate(parts):
+        await send({"type": "http.response.body", "body": part, "more_body": index < len(parts) - 1})
 
 
 class Answer(NamedTuple):
     """What a bare endpoint answers: ``headers`` with lower-case names, Content-Length left out."""
 
     status: int
-    body: bytes
+    body: Body
     headers: Sequence[tuple[bytes, bytes]]
 
 

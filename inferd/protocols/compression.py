@@ -18,7 +18,7 @@ CHUNK = 256 * 1024
 WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-def inflate(body: bytes, encoding: str | None, limit: int) -> bytes:
+def inflate(body: bytes | memoryview, encoding: str | None, limit: int) -> bytes | memoryview:
     """``body`` as it was before ``encoding`` compressed it: `PayloadTooLarge` as soon as it grows
     past ``limit`` bytes, `InvalidInput` for data that is not ``encoding`` or an unknown encoding.
     Concatenated gzip members are one body (as `gzip.decompress` reads them)."""

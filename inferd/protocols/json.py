@@ -12,7 +12,7 @@ from inferd.core.errors import InvalidInput
 _DUMP_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
-def loads(body: bytes | str) -> Any:
+def loads(body: bytes | memoryview | str) -> Any:
     """Parse a JSON body; malformed JSON is the client's error and says where it broke."""
     try:
         return orjson.loads(body)

@@ -331,6 +331,27 @@ def test_large_messages(models: triton.InferenceServerClient) -> None:
     np.testing.assert_array_equal(result.as_numpy("big-out"), array)
 
 
+def test_raw_inputs_are_read_wherever_they_are_in_the_message(models_grpc: RunningServer) -> None:
+    """Protobuf allows fields in any order: raw_input_contents sent before the inputs they belong to
+    (a 16 MiB one and a small one) are matched to them in order, and come back byte for byte."""
+    big = np.random.default_rng(26).standard_normal(4 * 2**20, dtype=np.float32).tobytes()
+    small = np.arange(3, dtype=np.int32).tobytes()
+    raw = pb.ModelInferRequest(raw_input_contents=[big, small]).SerializeToString()
+    rest = pb.ModelInferRequest(model_name="echo", id="ordered")
+    rest.inputs.add(name="big", datatype="FP32", shape=[4 * 2**20])
+    rest.inputs.add(name="small", datatype="INT32", shape=[3])
+    options = [("grpc.max_receive_message_length", -1)]
+    with grpc.insecure_channel(models_grpc.grpc_address, options=options) as channel:
+        infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+        answer = pb.ModelInferResponse.FromString(infer(raw + rest.SerializeToString(), timeout=60))
+    assert answer.id == "ordered"
+    assert [(output.name, list(output.shape)) for output in answer.outputs] == [
+        ("big-out", [4 * 2**20]),
+        ("small-out", [3]),
+    ]
+    assert list(answer.raw_output_contents) == [big, small]
+
+
 # ---- model repository ----
 
 

@@ -212,6 +212,40 @@ def test_binary_request_and_response_by_hand(models: httpx.Client) -> None:
     assert np.array_equal(np.frombuffer(response.content[length:], dtype="<i2").reshape(2, 3), values)
 
 
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_16_mib_binary_tensor_round_trips_byte_exact(models: httpx.Client, framing: str) -> None:
+    """A body the server receives in many chunks (of a declared length, or chunked with none) is
+    decoded whole, and the binary answer carries the very same bytes."""
+    blob = np.random.default_rng(26).standard_normal(4 * 2**20, dtype=np.float32).tobytes()
+    header = {
+        "inputs": [
+            {
+                "name": "x",
+                "shape": [1, 4 * 2**20],
+                "datatype": "FP32",
+                "parameters": {"binary_data_size": len(blob)},
+            }
+        ],
+        "parameters": {"binary_data_output": True},
+    }
+    head = httpx.Request("POST", "/", json=header).content
+    body = head + blob
+    content = (
+        body
+        if framing == "content-length"
+        else iter([body[i : i + 2**20] for i in range(0, len(body), 2**20)])
+    )
+    response = models.post(
+        "/v2/models/echo/infer", content=content, headers={"Inference-Header-Content-Length": str(len(head))}
+    )
+    assert response.status_code == 200, response.text
+    length = int(response.headers["inference-header-content-length"])
+    (output,) = httpx.Response(200, content=response.content[:length]).json()["outputs"]
+    assert output["shape"] == [1, 4 * 2**20]
+    assert output["parameters"] == {"binary_data_size": len(blob)}
+    assert response.content[length:] == blob
+
+
 @pytest.mark.parametrize(
     ("declared", "blob", "header_length", "fragment"),
     [

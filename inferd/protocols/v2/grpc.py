@@ -33,7 +33,7 @@ from inferd.core.types import (
 )
 from inferd.protocols import cloudevents
 from inferd.protocols.status import error_message, status_of
-from inferd.protocols.v2 import codecs
+from inferd.protocols.v2 import codecs, grpc_wire
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 from inferd.protocols.v2.repository import load_request
@@ -71,8 +71,29 @@ Handler = Callable[[Any, Request, Context], Awaitable[Response]]
 
 
 def add_to_server(server: grpc.aio.Server, dataplane: DataPlane) -> None:
-    """Serve ``inference.GRPCInferenceService`` for ``dataplane`` on ``server``."""
-    pb_grpc.add_GRPCInferenceServiceServicer_to_server(V2Servicer(dataplane), server)
+    """Serve ``inference.GRPCInferenceService`` for ``dataplane`` on ``server``, ``ModelInfer``
+    with the (de)serializers of `inferd.protocols.v2.grpc_wire`."""
+    pb_grpc.add_GRPCInferenceServiceServicer_to_server(V2Servicer(dataplane), _WireInfer(server))
+
+
+class _WireInfer:
+    """The server as the generated code sees it while it registers: ``ModelInfer``'s handler gets
+    `grpc_wire`'s request parser and response serializer in place of protobuf's. The generated
+    code registers each method by name and in a generic handler too; grpc serves a method by its
+    named handler first, so the generic one (protobuf's) is not passed on, and no call can reach
+    ``ModelInfer`` as a protobuf message."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Any]) -> None:
+        infer = handlers["ModelInfer"]._replace(
+            request_deserializer=grpc_wire.parse_request, response_serializer=grpc_wire.serialize_response
+        )
+        self.server.add_registered_method_handlers(service, {**handlers, "ModelInfer": infer})
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        """Not passed on: every method of the service is registered by name."""
 
 
 def _answer_errors(handler: Handler[Request, Response]) -> Handler[Request, Response]:
@@ -125,23 +146,24 @@ class V2Servicer:
         return encode_metadata(self.dataplane.model_metadata(request.name, request.version or None))
 
     @_answer_errors
-    async def ModelInfer(self, request: pb.ModelInferRequest, context: Context) -> pb.ModelInferResponse:
+    async def ModelInfer(self, request: grpc_wire.InferCall, context: Context) -> grpc_wire.InferAnswer:
         payloads, tracer = self.dataplane.payloads, tracing.tracer
         logged = None if payloads is None else cloudevents.log_grpc(payloads, request)
         if tracer is None:
             decoded = decode_request(request)
         else:
             decoded = tracer.step("inferd.decode", decode_request, request)
+        message = request.message
         response = await self.dataplane.infer(
-            request.model_name, request.model_version or None, decoded, PROTOCOL
+            message.model_name, message.model_version or None, decoded, PROTOCOL
         )
         if tracer is None:
-            message = encode_response(response)
+            answer = encode_response(response)
         else:
-            message = tracer.step("inferd.encode", encode_response, response)
+            answer = tracer.step("inferd.encode", encode_response, response)
         if logged is not None:
-            cloudevents.log_grpc_response(logged, message)
-        return message
+            cloudevents.log_grpc_response(logged, answer)
+        return answer
 
     @_answer_errors
     async def RepositoryIndex(
@@ -198,17 +220,19 @@ def _tensor_metadata(spec: TensorSpec) -> pb.ModelMetadataResponse.TensorMetadat
 # ---- inference request ----
 
 
-def decode_request(request: pb.ModelInferRequest) -> InferenceRequest:
-    """The core request of a ``ModelInferRequest``; malformed tensors or parameters are InvalidInput."""
-    inputs, input_parameters = decode_inputs(request.inputs, request.raw_input_contents)
-    outputs = [_requested_output(output) for output in request.outputs] or None
+def decode_request(request: grpc_wire.InferCall) -> InferenceRequest:
+    """The core request of a ``ModelInferRequest``; malformed tensors or parameters are InvalidInput.
+    Raw inputs are numpy views of the received bytes."""
+    message = request.message
+    inputs, input_parameters = decode_inputs(message.inputs, request.raw)
+    outputs = [_requested_output(output) for output in message.outputs] or None
     return InferenceRequest(
-        inputs, decode_parameters(request.parameters), request.id or None, outputs, input_parameters
+        inputs, decode_parameters(message.parameters), message.id or None, outputs, input_parameters
     )
 
 
 def decode_inputs(
-    tensors: Sequence[pb.ModelInferRequest.InferInputTensor], raw: Sequence[bytes]
+    tensors: Sequence[pb.ModelInferRequest.InferInputTensor], raw: Sequence[bytes | memoryview]
 ) -> tuple[Tensors, dict[str, Parameters]]:
     """Input arrays and parameters by name; ``raw[i]`` is the data of ``tensors[i]`` when raw is used."""
     if raw:
@@ -227,7 +251,9 @@ def decode_inputs(
     return inputs, parameters
 
 
-def _check_all_raw(tensors: Sequence[pb.ModelInferRequest.InferInputTensor], raw: Sequence[bytes]) -> None:
+def _check_all_raw(
+    tensors: Sequence[pb.ModelInferRequest.InferInputTensor], raw: Sequence[bytes | memoryview]
+) -> None:
     """With ``raw_input_contents``, every input's data is there and no input has typed contents."""
     for tensor in tensors:
         if tensor.contents.ListFields():
@@ -302,17 +328,19 @@ def _parameter_value(key: str, parameter: pb.InferParameter) -> ParameterValue:
 # ---- inference response ----
 
 
-def encode_response(response: InferenceResponse) -> pb.ModelInferResponse:
-    """A ``ModelInferResponse`` carrying every output in ``raw_output_contents``, in order."""
+def encode_response(response: InferenceResponse) -> grpc_wire.InferAnswer:
+    """A ``ModelInferResponse`` carrying every output in ``raw_output_contents``, in order: the
+    arrays' own memory where it already is the raw layout (`codecs.raw_view`)."""
     message = pb.ModelInferResponse(
         model_name=response.model_name, model_version=response.model_version or "", id=response.id or ""
     )
     for key, value in response.parameters.items():
         _set_parameter(message.parameters[key], key, value)
+    raw = []
     for name, array in response.outputs.items():
         message.outputs.add(name=name, datatype=datatype_of(array), shape=list(array.shape))
-        message.raw_output_contents.append(codecs.encode_raw(array))
-    return message
+        raw.append(codecs.raw_view(array))
+    return grpc_wire.InferAnswer(message, raw)
 
 
 def _set_parameter(target: pb.InferParameter, key: str, value: object) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from inferd.core.errors import InvalidInput
 from inferd.core.types import InferenceRequest, InferenceResponse, datatype_of
+from inferd.protocols.asgi import Body
 from inferd.protocols.json import dumps
 from inferd.protocols.v2 import codecs
 from inferd.protocols.v2.schema import parse_infer_body
@@ -18,7 +19,8 @@ from inferd.protocols.v2.schema import parse_infer_body
 BINARY_SIZE = "binary_data_size"
 
 
-def decode_request(body: bytes, header_length: str | None) -> InferenceRequest:
+def decode_request(body: bytes | memoryview, header_length: str | None) -> InferenceRequest:
+    """A request from its body: binary tensors are numpy views over ``body`` (no copy)."""
     header, blobs = _split_body(body, header_length)
     parsed = parse_infer_body(header)
     inputs, input_parameters = {}, {}
@@ -47,7 +49,8 @@ def decode_request(body: bytes, header_length: str | None) -> InferenceRequest:
     )
 
 
-def _split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryview]:
+def _split_body(body: bytes | memoryview, header_length: str | None) -> tuple[bytes | memoryview, memoryview]:
+    """The JSON header and the binary data after it, both without a copy of ``body``."""
     if header_length is None:
         return body, memoryview(b"")
     try:
@@ -61,7 +64,7 @@ def _split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryvi
             f"Inference-Header-Content-Length {length} does not fit a body of {len(body)} bytes"
         )
     view = memoryview(body)
-    return bytes(view[:length]), view[length:]
+    return view[:length], view[length:]
 
 
 def _decode_json_input(tensor: dict[str, Any]) -> Any:
@@ -85,7 +88,15 @@ def _decode_binary_input(tensor: dict[str, Any], size: object, blobs: memoryview
 
 
 def encode_response(response: InferenceResponse, request: InferenceRequest) -> tuple[bytes, int | None]:
-    """The response body and, when any output is binary, the length of its JSON header."""
+    """The response body in one piece and, when any output is binary, the length of its JSON header."""
+    parts, header_length = encode_response_parts(response, request)
+    return parts if isinstance(parts, bytes) else b"".join(parts), header_length
+
+
+def encode_response_parts(response: InferenceResponse, request: InferenceRequest) -> tuple[Body, int | None]:
+    """The response body and, when any output is binary, the length of its JSON header. Binary
+    outputs are parts of their own: the arrays' memory where it already is the raw layout, sent as
+    it is (`inferd.protocols.asgi.send_response`), so no copy of the tensor is made on the way out."""
     binary_default = bool(request.parameters.get("binary_data_output", False))
     wanted = {output.name: output.parameters for output in request.outputs or ()}
     outputs, blobs = [], []
@@ -94,7 +105,7 @@ def encode_response(response: InferenceResponse, request: InferenceRequest) -> t
         binary = bool(wanted.get(name, {}).get("binary_data", binary_default))
         data = None if binary else codecs.encode_json(array)
         if data is None:
-            raw = codecs.raw_view(array)  # joined into the body once: the array's bytes copied once
+            raw = codecs.raw_view(array)
             entry["parameters"] = {BINARY_SIZE: len(raw)}
             blobs.append(raw)
         else:
@@ -103,7 +114,7 @@ def encode_response(response: InferenceResponse, request: InferenceRequest) -> t
     header = dumps(_envelope(response, outputs))
     if not blobs:
         return header, None
-    return b"".join([header, *blobs]), len(header)
+    return (header, *blobs), len(header)
 
 
 def _envelope(response: InferenceResponse, outputs: list[dict[str, Any]]) -> dict[str, Any]:

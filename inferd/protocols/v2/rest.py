@@ -22,7 +22,7 @@ from inferd.protocols.compression import inflate
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.json import JSONResponse
 from inferd.protocols.v2 import openapi
-from inferd.protocols.v2.http_codec import decode_request, encode_response
+from inferd.protocols.v2.http_codec import decode_request, encode_response_parts
 from inferd.protocols.v2.repository import load_request
 from inferd.protocols.v2.schema import RepositoryIndexBody, RepositoryLoadBody, parse
 
@@ -69,11 +69,12 @@ class Infer(asgi.BareEndpoint):
         name, version = params["name"], params.get("version")
         self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
         encoding = asgi.header(scope, b"content-encoding")
-        body = inflate(await asgi.read_body(receive), encoding, self.max_body_size)
+        body = inflate(await asgi.read_body_buffer(receive, scope), encoding, self.max_body_size)
         length, payloads = asgi.header(scope, HEADER_LENGTH_BYTES), self.dataplane.payloads
         logged = None
         if payloads is not None:
-            logged = cloudevents.log_rest(payloads, name, body, asgi.header(scope, b"content-type"), length)
+            content_type = asgi.header(scope, b"content-type")
+            logged = cloudevents.log_rest(payloads, name, bytes(body), content_type, length)
         tracer = tracing.tracer
         if tracer is None:
             inference = decode_request(body, length)
@@ -81,11 +82,12 @@ class Infer(asgi.BareEndpoint):
             inference = tracer.step("inferd.decode", decode_request, body, length)
         response = await self.dataplane.infer(name, version, inference, "rest")
         if tracer is None:
-            content, header_length = encode_response(response, inference)
+            content, header_length = encode_response_parts(response, inference)
         else:
-            content, header_length = tracer.step("inferd.encode", encode_response, response, inference)
+            content, header_length = tracer.step("inferd.encode", encode_response_parts, response, inference)
         if logged is not None:
-            cloudevents.log_rest_response(logged, content, header_length)
+            joined = content if isinstance(content, bytes) else b"".join(content)
+            cloudevents.log_rest_response(logged, joined, header_length)
         if header_length is None:
             return asgi.Answer(200, content, JSON_HEADERS)
         return asgi.Answer(

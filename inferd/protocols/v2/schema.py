@@ -16,7 +16,7 @@ from inferd.protocols.json import loads
 _SCALARS = (str, int, float, bool)
 
 
-def parse_infer_body(raw: bytes) -> dict[str, Any]:
+def parse_infer_body(raw: bytes | memoryview) -> dict[str, Any]:
     """The inference body as plain JSON data, checked field by field."""
     body = loads(raw)
     _expect(isinstance(body, dict), "body", "must be a JSON object")
