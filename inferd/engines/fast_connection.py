@@ -19,6 +19,7 @@ from typing import Any, ClassVar, cast
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
 from inferd.engines.connections import ConnectionLimits, LimitedHttpToolsProtocol
+from inferd.protocols.asgi import body_length
 from inferd.server.fast import FastInfer, FastRequest
 
 
@@ -115,13 +116,17 @@ class FastInferProtocol(LimitedHttpToolsProtocol):
         lines = [STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:
             lines += [name, b": ", value, b"\r\n"]
-        lines += [b"content-length: ", str(len(content)).encode(), b"\r\n"]
+        lines += [b"content-length: ", str(body_length(content)).encode(), b"\r\n"]
         for name, value in headers:
             lines += [name, b": ", value, b"\r\n"]
         if not cycle.keep_alive:
             lines.append(b"connection: close\r\n")
-        lines += [b"\r\n", content]
-        self.transport.write(b"".join(lines))
+        lines.append(b"\r\n")
+        if isinstance(content, bytes):
+            lines.append(content)
+            self.transport.write(b"".join(lines))
+        else:  # binary tensors: written from the arrays' memory, not joined (protocols/asgi.py's Body)
+            self.transport.writelines([b"".join(lines), *content])
         cycle.response_complete = True
         if not cycle.keep_alive:
             self.transport.close()

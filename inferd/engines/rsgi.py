@@ -65,7 +65,10 @@ class RsgiApp:
                 return
             assert fast is not None
             status, body, answer = await fast.answer(request, await protocol())
-            protocol.response_bytes(status, _text(answer), body)
+            # RSGI takes one bytes object: binary tensor parts are joined here (one copy out)
+            protocol.response_bytes(
+                status, _text(answer), body if isinstance(body, bytes) else b"".join(body)
+            )
         finally:
             self.in_flight.leave()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import struct
 from collections.abc import Iterator
 
 import pytest
@@ -132,3 +133,17 @@ def test_granian_workers_share_the_port_and_drain_on_sigterm() -> None:
         assert server.process.wait(timeout=30) == 0
     assert answers and answers[0].status_code == 200
     assert answers[0].json()["outputs"][0]["data"] == [True]
+
+
+def test_binary_outputs_are_sent_after_the_json_header(core_server: RunningServer) -> None:
+    """The fast path's answer in parts (the JSON header, then each tensor from its array's memory)
+    arrives as one body of the length it declares."""
+    request = {**ECHO, "parameters": {"binary_data_output": True}}
+    with core_server.http() as http:
+        answer = http.post("/v2/models/echo/infer", json=request)
+    assert answer.status_code == 200, answer.text
+    header_length = int(answer.headers["inference-header-content-length"])
+    header = json.loads(answer.content[:header_length])
+    (output,) = header["outputs"]
+    assert output["parameters"]["binary_data_size"] == 8
+    assert answer.content[header_length:] == struct.pack("<2f", 1.5, 2.5)
