@@ -45,8 +45,9 @@ format: $(STAMP)
 protos: $(STAMP)
 	PATH=$(BIN):$$PATH sh scripts/generate_protos.sh
 
+## Run every benchmark section (small JSON, gRPC, big tensors, memory, cold start) and sum up the targets.
 bench: $(STAMP)
-	$(BIN)/python bench/all.py
+	$(BIN)/python bench/sections.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
