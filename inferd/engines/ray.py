@@ -35,6 +35,7 @@ from inferd.engines.ray_nodes import (
     node_settings,
     replica_settings,
 )
+from inferd.engines.ray_ship import runtime_env, shipped_fields, shipping_error
 from inferd.engines.sockets import free_ports
 from inferd.server.app import build_runtime, create_app, models_lifespan
 
@@ -156,12 +157,17 @@ def _app_builder(fields: dict[str, Any], workdir: str | None, graph: bool) -> Ca
     return build
 
 
-def application(settings: Settings, workdir: str | None = None) -> Application:
+def application(settings: Settings, workdir: str | None = None, shipped: bool = False) -> Application:
     """The inferd app as a Ray Serve application: one deployment, ``deployment_options`` applied;
     for an inference graph, that ingress plus a deployment per node whose code inferd loads, bound
-    to the ingress so Serve deploys them with it. ``workdir``: where the replicas work."""
+    to the ingress so Serve deploys them with it. ``workdir``: where the replicas work; ``shipped``
+    when it went to the cluster as the job's working_dir (`inferd.engines.ray_ship`): the replicas
+    then stay in their copy, the target relative to it."""
     serve = _serve()
     graph = graph_of(settings, workdir)
+    fields = settings.model_dump()
+    if shipped and workdir is not None:
+        fields, workdir = shipped_fields(fields, workdir), None
 
     class InferdReplica:
         """One copy of the inferd server; its ASGI app is built by ``serve.ingress`` on start. A
@@ -171,17 +177,19 @@ def application(settings: Settings, workdir: str | None = None) -> Application:
         def __init__(self, *nodes: Any) -> None:
             self.nodes = nodes
 
-    fields = settings.model_dump()
     ingress = serve.ingress(_app_builder(fields, workdir, graph is not None))(InferdReplica)
     deployment = serve.deployment(ingress, name=DEPLOYMENT, **deployment_options(settings))
-    nodes = [] if graph is None else _node_deployments(graph, settings, workdir)
+    nodes = [] if graph is None else _node_deployments(graph, settings, fields, workdir)
     bound: Application = deployment.bind(*nodes)
     return bound
 
 
-def _node_deployments(graph: GraphSpec, settings: Settings, workdir: str | None) -> list[Application]:
-    """A deployment per node whose code inferd loads, each with the node's own scale settings."""
-    serve, fields = _serve(), settings.model_dump()
+def _node_deployments(
+    graph: GraphSpec, settings: Settings, fields: dict[str, Any], workdir: str | None
+) -> list[Application]:
+    """A deployment per node whose code inferd loads, each with the node's own scale settings; its
+    replicas get ``fields`` (the settings as the replicas see them)."""
+    serve = _serve()
     return [
         serve.deployment(
             NodeReplica,
@@ -239,10 +247,12 @@ def _haproxy_environment(folder: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def ray_cluster(settings: Settings) -> Iterator[bool]:
+def ray_cluster(settings: Settings, workdir: str | None = None) -> Iterator[bool]:
     """Connected to ``ray_address``, or to a local Ray of our own (``address="local"``: never a
     stray cluster found on the machine) with its own temporary directory, on loopback, without
-    dashboard; yields whether the cluster is our own. Disconnects (and stops our own) on exit."""
+    dashboard; yields whether the cluster is our own. Disconnects (and stops our own) on exit.
+    On a cluster, ``workdir`` (if given) ships as the job's working_dir (`inferd.engines.ray_ship`):
+    its nodes need not see this machine's folders. Our own Ray shares this machine's."""
     if settings.ray_address:
         import ray
 
@@ -250,7 +260,9 @@ def ray_cluster(settings: Settings) -> Iterator[bool]:
             logger.warning(
                 "--ray-haproxy applies to a local Ray: start the cluster with %s=1", HAPROXY_VARIABLE
             )
-        _connect(lambda: ray.init(address=settings.ray_address, logging_level=logging.WARNING))
+        env = None if workdir is None else runtime_env(workdir)
+        address = settings.ray_address
+        _connect(lambda: ray.init(address=address, runtime_env=env, logging_level=logging.WARNING), workdir)
         try:
             yield False
         finally:
@@ -285,11 +297,13 @@ def _temporary_folder(prefix: str, parent: str | None = None) -> tempfile.Tempor
     return tempfile.TemporaryDirectory(prefix=prefix, dir=parent, ignore_cleanup_errors=True)
 
 
-def _connect(init: Callable[[], object]) -> None:
+def _connect(init: Callable[[], object], workdir: str | None = None) -> None:
+    """``init``, its failure an EngineError: a ``workdir`` too large to ship says so."""
     try:
         init()
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise EngineError(f"cannot start or reach Ray: {exc}") from None
+        too_large = None if workdir is None else shipping_error(exc, workdir)
+        raise (too_large or EngineError(f"cannot start or reach Ray: {exc}")) from None
 
 
 def _http_port(settings: Settings) -> int:
@@ -302,19 +316,21 @@ def run(settings: Settings, on_ready: OnReady, models: tuple[str, ...]) -> int:
     announce it, and keep it until SIGTERM or Ctrl+C; then delete that application alone (and stop
     the local Ray). At the prefix ``/`` the proxy listens on the server's port; at another, on
     ``ray_proxy_port``, and the server's port forwards to the application (`inferd.engines.forward`).
-    ``models`` are the names the ready line reports."""
+    On a cluster the working directory ships to the nodes (`inferd.engines.ray_ship`); our own Ray
+    uses it in place. ``models`` are the names the ready line reports."""
     if importlib.util.find_spec("ray") is None:
         raise EngineError(RAY_MISSING)
     port = _http_port(settings)
     prefixed = settings.ray_route_prefix != "/"
     proxy_port = settings.ray_proxy_port if prefixed else port
-    with ray_cluster(settings) as own:
+    workdir = os.getcwd()
+    with ray_cluster(settings, workdir) as own:
         from ray import serve
         from ray.serve.exceptions import RayServeException
 
         stop = _stop_event()  # after ray.init, which installs a SIGTERM handler of its own
         serve.start(http_options={"host": settings.host, "port": proxy_port})
-        app = application(settings, os.getcwd())
+        app = application(settings, workdir, shipped=not own)
         try:
             try:
                 serve.run(app, name=settings.ray_app_name, route_prefix=settings.ray_route_prefix)

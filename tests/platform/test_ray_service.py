@@ -2,7 +2,9 @@
 --engine ray``, supervised like a local one. Two services share one Ray cluster (``INFERD_RAY_ADDRESS``,
 a cluster this test starts): each is a Ray Serve application of its own, ``inferd-<deployment>-<service>``
 at that route prefix, its port forwarding there; each answers through its endpoint, and stopping one
-deletes its application alone, the other serving on. One test: Ray is slow to start.
+deletes its application alone, the other serving on. The cluster got each version's code shipped
+(Ray's ``working_dir``): the model's module was imported from the copy Ray unpacked, not from the
+version's folder. One test: Ray is slow to start.
 
 Runs wherever ray is importable; CI installs it (the ``ray`` extra is part of ``dev``)."""
 
@@ -22,7 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.platform.test_control import Control, control, project, through, wait_state
+from tests.platform.control import native_project
+from tests.platform.test_control import REQUEST, Control, control, through, wait_state
 from tests.servers import free_port, with_this_tree
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
@@ -67,6 +70,24 @@ def ray_cluster() -> Iterator[str]:
             holder.stdout.close()
 
 
+def project(folder: Path, factor: float) -> Path:
+    """The platform tests' scaling model, also answering where its module was imported from."""
+    model = f"""
+        import inferd
+
+        class Scale(inferd.Model):
+            def predict(self, inputs):
+                return {{"y": inputs["x"] * {factor}, "file": [__file__]}}
+    """
+    return native_project(folder, "scale", model)
+
+
+def imported_from(running: Control, endpoint: str) -> str:
+    answer = httpx.post(f"{running.gateway}/e/{endpoint}/v2/models/scale/infer", json=REQUEST, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["outputs"][1]["data"][0])
+
+
 def start(running: Control, folder: Path, factor: float) -> dict[str, object]:
     pushed = running.verb("push", "iris", str(project(folder, factor)), "--label", str(factor), "--json")
     assert pushed.returncode == 0, pushed.stderr
@@ -99,6 +120,9 @@ def test_ray_services_share_a_cluster_each_its_own_application(tmp_path: Path) -
             assert running.verb("route", "iris", "main", f"{three['id']}=100").returncode == 0
             assert running.verb("route", "iris", "other", f"{five['id']}=100").returncode == 0
             assert through(running, "main") == 3.0 and through(running, "other") == 5.0
+            shipped = Path(imported_from(running, "main"))  # under the cluster's session folder
+            assert shipped.name == "model.py" and "runtime_resources" in shipped.parts, shipped
+            assert not shipped.is_relative_to(tmp_path), shipped  # not the version's folder
             direct = httpx.get(f"http://127.0.0.1:{found['port']}/v2/health/ready", timeout=30)
             assert direct.status_code == 200  # its port forwards to its application's prefix
 
