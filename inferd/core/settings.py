@@ -180,6 +180,12 @@ class ServerSettings(DialectSettings, BaseSettings):
     grpc_enabled: bool = True
     """Serve the V2 gRPC protocol next to HTTP."""
 
+    grpc_server: Literal["grpcio", "inferd"] = "grpcio"
+    """Which server answers gRPC: grpcio's grpc.aio, or inferd's own over its HTTP/2 framing.
+
+    Both serve the same services, interceptors (tokens, spans), limits and graceful stop; ``inferd``
+    skips grpc.aio's per-call machinery (bench/grpc_load.py has the figures)."""
+
     http: Literal["uvicorn", "granian"] = "uvicorn"
     """HTTP server core: uvicorn (httptools), or granian (Rust, ``pip install inferd[granian]``).
 
