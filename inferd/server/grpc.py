@@ -1,6 +1,6 @@
-"""Build one process's gRPC server: the V2 servicer plus the dialect's own services, on grpc.aio
-(``grpc_server = "grpcio"``) or on inferd's own HTTP/2 (``"inferd"``, `inferd.server.grpc_native`).
-Both get the same servicers, the same `Registrar` and the same interceptors."""
+"""Build one process's gRPC server: the V2 servicer plus the dialect's own services, on inferd's own
+HTTP/2 (``grpc_server = "inferd"``, the default: `inferd.server.grpc_native`) or on grpc.aio
+(``"grpcio"``). Both get the same servicers, the same `Registrar` and the same interceptors."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 handler in this process, on a free loopback port: what a call carries both ways (messages, metadata,
 status, deadline), streams, messages past every flow-control window, limits, unknown methods,
 graceful stop; then what only the native server has to get right itself (broken HTTP/2, a request
-that is not gRPC) and ``inferd serve --grpc-server inferd`` end to end."""
+that is not gRPC) and ``inferd serve --grpc-server grpcio`` end to end (the native server, the
+default, serves every other test of the suite)."""
 
 from __future__ import annotations
 
@@ -211,10 +212,10 @@ def test_grpc_wire_pieces() -> None:
     assert metadata_of(headers) == (("x-a", "1"), ("x-b-bin", b"\x00\xff"))
 
 
-def test_inferd_serve_with_the_native_grpc_server() -> None:
+def test_inferd_serve_on_grpcio() -> None:
     """The flag, the V2 servicer through tritonclient, and bearer tokens (the interceptor)."""
     env = {"INFERD_AUTH_TOKENS": "secret"}
-    with serve(IRIS, "--grpc-server", "inferd", env=env) as running_server:
+    with serve(IRIS, "--grpc-server", "grpcio", env=env) as running_server:
         assert running_server.grpc_address is not None
         with triton.InferenceServerClient(running_server.grpc_address) as client:
             assert client.is_server_live()  # probes need no token
