@@ -2,11 +2,12 @@
 by h2load (nghttp2's C load generator, so the client is not the bottleneck a Python one would be).
 
 The servers serve the same ``examples/iris/model.joblib`` (inferd: ``inferd serve
-examples/iris``, one worker; the peers as bench/all.py starts them; and the floor,
-bench/grpc_floor.py: grpc.aio by hand doing the same model work, which bounds what any grpc.aio
-server reaches here) and run side by side; each round
-loads each of them in turn at each concurrency (a warm-up run, then a measured one), so a drift of
-the machine touches all alike. The body is one length-prefixed ``ModelInferRequest``: the iris row
+examples/iris``, one worker, twice: its gRPC on grpcio (row ``inferd``) and on its own server,
+``--grpc-server inferd`` (row ``native``), each row with its ratios and targets; the peers as
+bench/all.py starts them; and the floor, bench/grpc_floor.py: grpc.aio by hand doing the same model
+work, which bounds what any grpc.aio server reaches here) and run side by side; each round loads each
+of them in turn at each concurrency (a warm-up run, then a measured one), so a drift of the machine
+touches all alike. The body is one length-prefixed ``ModelInferRequest``: the iris row
 as FP32 in ``raw_input_contents``, which is what tritonclient sends by default
 (``InferInput.set_data_from_numpy``). Concurrency C is h2load's clients x streams: 1 = 1x1,
 16 = 4x4, 64 = 4x16.
@@ -80,6 +81,10 @@ METHOD = "/inference.GRPCInferenceService/ModelInfer"
 #: Concurrency -> (h2load clients, streams per client).
 SHAPES = {1: (1, 1), 16: (4, 4), 64: (4, 16)}
 TARGET_CONCURRENCY = 16
+#: inferd's rows: its gRPC on grpcio and on its own server; ratios and targets are given for each.
+OURS = ("inferd", "native")
+#: The row of inferd's default gRPC server (``--grpc-server``): the one the targets judge.
+DEFAULT = "native"
 TARGETS = {"mlserver": 2.0, "kserve": 1.5}  # inferd's gRPC req/s over the peer's, at c16
 H2LOAD_SUMMARY = re.compile(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded")
 H2LOAD_DATA = re.compile(r"traffic: .*?, \S+ \((\d+)\) data")
@@ -96,12 +101,19 @@ class GrpcLaunch:
     grpc_port: int
 
 
-def inferd_grpc(workdir: Path) -> GrpcLaunch:
-    """``inferd serve examples/iris``, one worker, the code of this checkout (PYTHONPATH first)."""
+def inferd_grpc(workdir: Path, server: str = "grpcio") -> GrpcLaunch:
+    """``inferd serve examples/iris``, one worker, the code of this checkout (PYTHONPATH first), its
+    gRPC on ``server`` (``--grpc-server``)."""
     port, grpc_port = free_port(), free_port()
     command = [venv_tool("inferd"), "serve", str(EXAMPLE), "--port", str(port), "--grpc-port", str(grpc_port)]
+    command += ["--grpc-server", server, "--log-level", "warning"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return GrpcLaunch(Launch([*command, "--log-level", "warning"], ROOT, port, env), grpc_port)
+    return GrpcLaunch(Launch(command, ROOT, port, env), grpc_port)
+
+
+def native_grpc(workdir: Path) -> GrpcLaunch:
+    """The same with inferd's own gRPC server (`inferd.server.grpc_native`)."""
+    return inferd_grpc(workdir, "inferd")
 
 
 def floor_grpc(workdir: Path) -> GrpcLaunch:
@@ -133,7 +145,8 @@ class Peer:
 
 
 PEERS = (
-    Peer("inferd", "inferd 1 worker", inferd_grpc, True),
+    Peer("inferd", "inferd 1 worker, grpcio", inferd_grpc, True),
+    Peer("native", "inferd 1 worker, --grpc-server inferd", native_grpc, True),
     Peer("floor", "grpc.aio floor", floor_grpc, True),
     Peer("mlserver", "MLServer 1.7", mlserver_grpc, False),  # its sklearn runtime: predict only
     Peer("kserve", "KServe 0.21", kserve_grpc, True),
@@ -287,7 +300,7 @@ def measure(args: argparse.Namespace, servers: list[Served], tmp: Path) -> list[
     body, log = tmp / "request.bin", tmp / "h2load.log"
     body.write_bytes(framed(request_message()))
     expected, rest = expected_answer(), []
-    inferd = next((served for served in servers if served.peer.key == "inferd"), None)
+    inferd = next((served for served in servers if served.peer.key in OURS), None)
     for round_ in range(1, args.rounds + 1):
         for concurrency in args.concurrency:
             for served in servers:
@@ -336,48 +349,65 @@ def report(args: argparse.Namespace, servers: list[Served], rest: list[float], l
         f"# medians of {args.rounds} rounds; errors: failed streams plus answers without a message; CPU: "
         "the server's process tree per answer; others: cores other processes used meanwhile",
         f"{'concurrency':>11}  {'server':<10}  {'req/s':>8}  {'p50 ms':>7}  {'p99 ms':>7}  {'errors':>6}"
-        f"  {'CPU us/req':>10}  {'others':>6}  {'inferd / this':>13}",
+        f"  {'CPU us/req':>10}  {'others':>6}  inferd rows / this",
     ]
     by_key = {served.peer.key: served for served in servers}
+    ours_keys = [key for key in OURS if key in by_key]
     for concurrency in args.concurrency:
-        ours = median(by_key["inferd"], concurrency) if "inferd" in by_key else None
         for served in servers:
             one = median(served, concurrency)
-            ratio = f"{ours.rps / one.rps:.2f}x" if ours and served.peer.key != "inferd" and one.rps else ""
+            ratios = [
+                f"{key} {median(by_key[key], concurrency).rps / one.rps:.2f}x"
+                for key in ours_keys
+                if key != served.peer.key and one.rps
+            ]
             lines.append(
                 f"{concurrency:>11}  {served.peer.key:<10}  {one.rps:>8,.0f}  {one.p50_ms:>7.2f}  "
                 f"{one.p99_ms:>7.2f}  {one.errors:>6}  {one.cpu_us:>10,.0f}  {one.other_cores:>6.2f}  "
-                f"{ratio:>13}"
+                f"{', '.join(ratios)}"
             )
-            if ours and served.peer.key != "inferd":
-                each = [
-                    a.rps / b.rps
-                    for a, b in zip(
-                        by_key["inferd"].runs[concurrency], served.runs[concurrency], strict=False
-                    )
-                ]
-                lines.append(f"{'':>13}round by round: {' '.join(f'{r:.2f}' for r in each)}")
-    if "inferd" in by_key and TARGET_CONCURRENCY in args.concurrency:
-        ours = median(by_key["inferd"], TARGET_CONCURRENCY)
-        clean = ours.errors == 0
-        for key, factor in TARGETS.items():
-            if key in by_key:
-                theirs = median(by_key[key], TARGET_CONCURRENCY)
-                ratio = ours.rps / theirs.rps
-                verdict = "PASS" if ratio >= factor and clean and not theirs.errors else "FAIL"
-                lines.append(f"target: c16 inferd gRPC >= {factor}x {key} gRPC: {ratio:.2f}x {verdict}")
-        if rest:
-            rest_rps = statistics.median(rest)
-            each = " ".join(
-                f"{a.rps / b:.2f}"
-                for a, b in zip(by_key["inferd"].runs[TARGET_CONCURRENCY], rest, strict=False)
-            )
-            verdict = "PASS" if ours.rps >= rest_rps and clean else "FAIL"
-            lines.append(
-                f"target: c16 inferd gRPC ({ours.rps:,.0f} req/s) >= its REST JSON (wrk, {rest_rps:,.0f}): "
-                f"{ours.rps / rest_rps:.2f}x {verdict} (round by round: {each})"
-            )
+            for key in ours_keys:
+                if key != served.peer.key:
+                    each = [
+                        a.rps / b.rps
+                        for a, b in zip(by_key[key].runs[concurrency], served.runs[concurrency], strict=False)
+                    ]
+                    lines.append(f"{'':>13}{key} / this round by round: {' '.join(f'{r:.2f}' for r in each)}")
+    if TARGET_CONCURRENCY in args.concurrency:
+        for key in ours_keys:
+            lines += target_lines(key, by_key, rest)
     return "\n".join(lines) + "\n"
+
+
+def target_lines(key: str, by_key: dict[str, Served], rest: list[float]) -> list[str]:
+    """issue 26's targets at c16 for inferd's row ``key``: judged (PASS/FAIL, which bench/sections.py
+    gathers) for the default server's row, stated for comparison for the other's."""
+    lines = []
+    ours = median(by_key[key], TARGET_CONCURRENCY)
+    clean = ours.errors == 0
+
+    def judged(met: bool) -> str:
+        if key != DEFAULT:
+            return "(not the default server: for comparison)"
+        return "PASS" if met else "FAIL"
+
+    for peer, factor in TARGETS.items():
+        if peer in by_key:
+            theirs = median(by_key[peer], TARGET_CONCURRENCY)
+            ratio = ours.rps / theirs.rps
+            verdict = judged(ratio >= factor and clean and not theirs.errors)
+            lines.append(f"target: c16 {key} gRPC >= {factor}x {peer} gRPC: {ratio:.2f}x {verdict}")
+    if rest:
+        rest_rps = statistics.median(rest)
+        each = " ".join(
+            f"{a.rps / b:.2f}" for a, b in zip(by_key[key].runs[TARGET_CONCURRENCY], rest, strict=False)
+        )
+        verdict = judged(ours.rps >= rest_rps and clean)
+        lines.append(
+            f"target: c16 {key} gRPC ({ours.rps:,.0f} req/s) >= inferd REST JSON (wrk, {rest_rps:,.0f}): "
+            f"{ours.rps / rest_rps:.2f}x {verdict} (round by round: {each})"
+        )
+    return lines
 
 
 def main() -> int:

@@ -4,6 +4,7 @@ on uvicorn in a thread; and the one way a conftest turns them into fixtures (``s
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import re
@@ -13,16 +14,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import grpc
 import httpx
 import pytest
 import uvicorn
+import uvloop
 from starlette.types import ASGIApp
 
 READY = re.compile(
@@ -31,6 +33,7 @@ READY = re.compile(
 )
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60.0
+T = TypeVar("T")
 
 
 @dataclass
@@ -247,3 +250,36 @@ def serve_asgi(app: ASGIApp) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@dataclass
+class LoopThread:
+    """An event loop (uvloop) running in a thread of its own, for servers started in this process."""
+
+    loop: asyncio.AbstractEventLoop
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        """Run ``coroutine`` in the loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+
+@contextmanager
+def loop_thread() -> Iterator[LoopThread]:
+    loop = uvloop.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield LoopThread(loop)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+def frame_types(data: bytes) -> list[int]:
+    """The type of each whole HTTP/2 frame in ``data``."""
+    types, position = [], 0
+    while position + 9 <= len(data):
+        types.append(data[position + 3])
+        position += 9 + int.from_bytes(data[position : position + 3], "big")
+    return types

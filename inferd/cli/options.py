@@ -55,7 +55,7 @@ EXCLUDED = {
 PANELS: dict[str | None, tuple[str, ...]] = {
     None: ("dialect", "name", "model_version"),
     SERVER: (
-        *("host", "port", "grpc_port", "grpc_enabled", "http", "metrics_port", "data_dir"),
+        *("host", "port", "grpc_port", "grpc_enabled", "grpc_server", "http", "metrics_port", "data_dir"),
         *("model_cache_dir", "model_cache_size", "install_requirements", "graceful_timeout"),
     ),
     LOGGING: (

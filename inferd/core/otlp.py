@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from inferd.core.spans import Span
+from inferd.core.varint import varint
 
 _double = struct.Struct("<d").pack
 _fixed64 = struct.Struct("<BQ").pack
@@ -23,17 +24,6 @@ _fixed64 = struct.Struct("<BQ").pack
 _ROOT = struct.Struct("<2s16s2s8sBBBQBQ").pack
 _CHILD = struct.Struct("<2s16s2s8s2s8sBBBQBQ").pack
 _TRACE, _SPAN, _PARENT = b"\x0a\x10", b"\x12\x08", b"\x22\x08"
-
-
-def varint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def field(number: int, payload: bytes) -> bytes:

@@ -180,6 +180,13 @@ class ServerSettings(DialectSettings, BaseSettings):
     grpc_enabled: bool = True
     """Serve the V2 gRPC protocol next to HTTP."""
 
+    grpc_server: Literal["inferd", "grpcio"] = "inferd"
+    """Which server answers gRPC: inferd's own over its HTTP/2 framing, or grpcio's grpc.aio.
+
+    Both serve the same services, interceptors (tokens, spans), limits and graceful stop; ``inferd``
+    skips grpc.aio's per-call machinery, about 2x the calls per second on one core
+    (bench/grpc_load.py). ``grpcio`` is there for what only grpc.aio has (compressed messages)."""
+
     http: Literal["uvicorn", "granian"] = "uvicorn"
     """HTTP server core: uvicorn (httptools), or granian (Rust, ``pip install inferd[granian]``).
 

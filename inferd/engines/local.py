@@ -1,5 +1,5 @@
-"""One server process: the HTTP server (uvicorn, or granian: ``--http``) and grpc.aio on one event
-loop, with graceful shutdown.
+"""One server process: the HTTP server (uvicorn, or granian: ``--http``) and the gRPC server
+(inferd's own or grpc.aio: ``--grpc-server``) on one event loop, with graceful shutdown.
 
 The engine owns the signals: SIGTERM or Ctrl+C stops accepting, lets in-flight HTTP requests and
 gRPC calls finish within ``graceful_timeout``, then unloads the models. A second signal forces exit.
@@ -26,7 +26,7 @@ from inferd.engines.sockets import bind_http, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app, fast_infer_of
 
 if TYPE_CHECKING:
-    import grpc
+    from inferd.server.grpc import GrpcServer
 
 logger = logging.getLogger("inferd.engine")
 T = TypeVar("T")
@@ -86,7 +86,7 @@ class LocalBackend:
     def __init__(self, runtime: Runtime, shared_grpc_port: bool = False) -> None:
         self.runtime = runtime
         self.shared_grpc_port = shared_grpc_port
-        self.grpc_server: grpc.aio.Server | None = None
+        self.grpc_server: GrpcServer | None = None
         self.watching: asyncio.Task[None] | None = None
 
     async def start(self) -> tuple[tuple[str, ...], int | None]:

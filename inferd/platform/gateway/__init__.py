@@ -8,7 +8,7 @@ one of its services, picked by weight, with an optional shadow copy.
   connections to one upstream, parsed by httptools.
 - `serve_gateway` (`server`): the gateway on uvicorn in the caller's event loop.
 - `serve_grpc_gateway` (`grpc_proxy`): the gRPC side, relaying HTTP/2 streams (`grpc_relay`) over
-  inferd's own HTTP/2 framing (`h2`, `hpack_out`) to the services' gRPC ports.
+  inferd's own HTTP/2 framing (`inferd.protocols.h2`) to the services' gRPC ports.
 """
 
 from inferd.platform.gateway.proxy import Gateway

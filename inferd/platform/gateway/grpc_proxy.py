@@ -12,7 +12,7 @@ dropped), its header block and messages go to the shadow's gRPC port and the ans
 the copy never delays the caller's answer; `metrics.count_shadow` counts each by the HTTP status
 of its answer (``error`` when it had none).
 
-The gateway does not terminate gRPC: it relays HTTP/2 (`grpc_relay`, `h2`), one process, no
+The gateway does not terminate gRPC: it relays HTTP/2 (`grpc_relay`, `inferd.protocols.h2`), one process, no
 message ever parsed. A call's header block goes upstream re-encoded, but for ``authorization``
 (checked against ``tokens``, then replaced by ``upstream_token`` when there is one) and
 ``:authority`` (the service's address); its DATA frames, the answer's headers, DATA and trailers
@@ -33,9 +33,9 @@ import time
 from inferd.engines.sockets import bind_http
 from inferd.platform.gateway import metrics
 from inferd.platform.gateway.grpc_relay import Call, ClientConnection, ShadowCall, UpstreamPool
-from inferd.platform.gateway.h2 import Corker
-from inferd.platform.gateway.hpack_out import Header, encode_block
 from inferd.platform.gateway.table import EndpointTable
+from inferd.protocols.h2.connection import Corker
+from inferd.protocols.h2.hpack_out import Header, encode_block
 from inferd.server.auth import Tokens
 
 logger = logging.getLogger("inferd.gateway")

@@ -14,27 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from struct import pack
 from typing import Protocol
 
 from inferd.platform.gateway import metrics
-from inferd.platform.gateway.h2 import (
+from inferd.protocols.h2.connection import (
     CANCEL,
-    GOAWAY,
     INTERNAL_ERROR,
     LAST_STREAM_ID,
-    MAX_STREAMS,
-    NO_ERROR,
-    PROTOCOL_ERROR,
-    REFUSED_STREAM,
     Corker,
     H2Connection,
     Inbound,
     Outbound,
-    ProtocolViolation,
-    frame,
+    ServerConnection,
 )
-from inferd.platform.gateway.hpack_out import Header, field, status_block
+from inferd.protocols.h2.grpc_wire import MessageSizes, status_block
+from inferd.protocols.h2.hpack_out import Header, field
 
 logger = logging.getLogger("inferd.gateway")
 UNAVAILABLE, RESOURCE_EXHAUSTED = 14, 8
@@ -69,17 +63,12 @@ class Sink(Protocol):
     def upstream_failed(self) -> None: ...
 
 
-class ClientConnection(H2Connection):
+class ClientConnection(ServerConnection["Call"]):
     """A client's connection to the gateway; each new stream is a call for `GrpcGateway.start_call`."""
-
-    server_side = True
 
     def __init__(self, gateway: GrpcGateway) -> None:
         super().__init__(gateway.corker)
         self.gateway = gateway
-        self.calls: dict[int, Call] = {}
-        self.last_stream = 0
-        self.going_away = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -89,50 +78,16 @@ class ClientConnection(H2Connection):
         call = self.calls.get(stream)
         if call is not None:
             call.request_headers(headers, end)
-            return
-        if stream <= self.last_stream or not stream & 1:
-            raise ProtocolViolation(PROTOCOL_ERROR)
-        self.last_stream = stream
-        if self.going_away or len(self.calls) >= MAX_STREAMS:
-            self.reset(stream, REFUSED_STREAM)
-            return
-        self.gateway.start_call(self, stream, headers, end)
-
-    def on_data(self, stream: int, data: bytes, flow: int, end: bool) -> None:
-        call = self.calls.get(stream)
-        if call is None:
-            self.credit(flow)  # a stream already answered or reset
-        else:
-            call.request_data(data, flow, end)
-
-    def on_reset(self, stream: int, code: int) -> None:
-        call = self.calls.get(stream)
-        if call is not None:
-            call.cancel()
-
-    def on_goaway(self, last_stream: int, code: int) -> None:
-        pass  # a client going away still gets the answers of its calls
+        elif self.opens(stream):
+            self.gateway.start_call(self, stream, headers, end)
 
     def on_lost(self) -> None:
-        for call in list(self.calls.values()):
-            call.cancel()
+        super().on_lost()
         self.gateway.clients.discard(self)
 
     def answer(self, stream: int, code: int, message: str) -> None:
         """A trailers-only answer of the gateway's own: gRPC status ``code`` and ``message``."""
         self.write_headers(stream, status_block(code, message), True)
-
-    def call_over(self, stream: int) -> None:
-        self.calls.pop(stream, None)
-        if self.going_away and not self.calls:
-            self.close()
-
-    def stop_taking(self) -> None:
-        """GOAWAY: no new calls; the connection closes once its calls are over."""
-        self.going_away = True
-        self.write(frame(GOAWAY, 0, 0, pack(">LL", self.last_stream, NO_ERROR)))
-        if not self.calls:
-            self.close()
 
 
 class UpstreamConnection(H2Connection):
@@ -260,42 +215,6 @@ class UpstreamPool:
         for connection in list(self.connections):
             connection.abort()
         self.connections.clear()
-
-
-class MessageSizes:
-    """Follows the 5-byte prefixes of a request's messages; `feed` says when one is over ``limit``."""
-
-    __slots__ = ("left", "limit", "prefix")
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.left = 0
-        self.prefix = b""
-
-    def feed(self, data: bytes) -> int | None:
-        """The length of a message over the limit that ``data`` starts, else None."""
-        size = len(data)
-        if not self.left and not self.prefix and size >= 5:
-            length = int.from_bytes(data[1:5], "big")
-            if length + 5 == size:  # one whole message: the usual case
-                return length if length > self.limit else None
-        position = 0
-        while position < size:
-            if self.left:
-                step = min(self.left, size - position)
-                self.left -= step
-                position += step
-                continue
-            need = 5 - len(self.prefix)
-            self.prefix += data[position : position + need]
-            position += need
-            if len(self.prefix) == 5:
-                length = int.from_bytes(self.prefix[1:5], "big")
-                self.prefix = b""
-                if length > self.limit:
-                    return length
-                self.left = length
-        return None
 
 
 class Call:

@@ -27,10 +27,10 @@ from tritonclient.grpc import service_pb2
 
 from inferd.platform.gateway import EndpointTable
 from inferd.platform.gateway.grpc_proxy import GrpcGatewayServer, serve_grpc_gateway
-from inferd.platform.gateway.h2 import END_HEADERS, GOAWAY, HEADERS, PREFACE, WINDOW_UPDATE, frame
+from inferd.protocols.h2.connection import END_HEADERS, GOAWAY, HEADERS, PREFACE, WINDOW_UPDATE, frame
 from inferd.server.auth import Tokens
 from tests.platform.gateway.grpc_support import GrpcLoad, infer, refusal, scales  # noqa: F401
-from tests.servers import RunningServer, free_port
+from tests.servers import RunningServer, frame_types, free_port
 
 T = TypeVar("T")
 
@@ -314,15 +314,6 @@ def test_a_call_the_client_gives_up_on_is_no_longer_counted() -> None:
                 channel.unary_unary("/test.Echo/Hang")(b"", timeout=0.3)
             assert failed.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
         assert gateway.call(gateway.server.gateway.table.drained(ONLY, 10))
-
-
-def frame_types(data: bytes) -> list[int]:
-    """The type of each whole HTTP/2 frame in ``data``."""
-    types, position = [], 0
-    while position + 9 <= len(data):
-        types.append(data[position + 3])
-        position += 9 + int.from_bytes(data[position : position + 3], "big")
-    return types
 
 
 def test_a_client_breaking_http2_gets_goaway_and_the_others_are_still_served(

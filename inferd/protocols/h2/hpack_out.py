@@ -1,4 +1,5 @@
-"""Header blocks the gRPC relay sends: HPACK literals that never touch the dynamic table.
+"""Header blocks inferd's HTTP/2 side sends (the gateway's gRPC relay, the native gRPC server): HPACK
+literals that never touch the dynamic table.
 
 The relay re-encodes every header block it passes on (each connection has its own HPACK state), and
 an encoder that never indexes is stateless: a field encodes to the same bytes on every connection,
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 
 from hpack.table import HeaderTable
 
-from inferd.core.otlp import varint
+from inferd.core.varint import varint
 
 Header = tuple[bytes, bytes]
 #: A dynamic table size update to 0.
@@ -52,23 +53,3 @@ def field(name: bytes, value: bytes) -> bytes:
 
 def encode_block(headers: Iterable[Header]) -> bytes:
     return b"".join([field(name, value) for name, value in headers])
-
-
-def grpc_message(text: str) -> bytes:
-    """``text`` as a ``grpc-message`` value: UTF-8, percent-encoding all but printable ASCII."""
-    return b"".join(
-        bytes((byte,)) if 0x20 <= byte <= 0x7E and byte != 0x25 else b"%%%02X" % byte
-        for byte in text.encode()
-    )
-
-
-def status_block(code: int, message: str) -> bytes:
-    """A trailers-only gRPC answer: status ``code`` (a gRPC code's number) and ``message``."""
-    return encode_block(
-        (
-            (b":status", b"200"),
-            (b"content-type", b"application/grpc"),
-            (b"grpc-status", str(code).encode()),
-            (b"grpc-message", grpc_message(message)),
-        )
-    )

@@ -1,4 +1,6 @@
-"""The HTTP/2 framing the gRPC relay needs (RFC 9113), as an asyncio protocol either side of a relay.
+"""The HTTP/2 framing inferd's gRPC needs (RFC 9113), as an asyncio protocol: either side of the
+gateway's relay (`inferd.platform.gateway.grpc_relay`), and the server side of the native gRPC server
+(`inferd.server.grpc_native`).
 
 `H2Connection` reads frames, answers SETTINGS and PING, keeps both flow-control windows, and hands
 each stream's header blocks (decoded by hpack) and DATA payloads to its subclass (`on_headers`,
@@ -21,11 +23,11 @@ import socket
 import struct
 from collections import deque
 from struct import pack, unpack_from
-from typing import ClassVar, cast
+from typing import ClassVar, Generic, Protocol, TypeVar, cast
 
 import hpack
 
-from inferd.platform.gateway.hpack_out import TABLE_SIZE_ZERO, Header
+from inferd.protocols.h2.hpack_out import TABLE_SIZE_ZERO, Header
 
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
     range(10)
@@ -451,6 +453,71 @@ class H2Connection(asyncio.Protocol):
 
     def on_lost(self) -> None:
         raise NotImplementedError
+
+
+class StreamCall(Protocol):
+    """What a server's call does with its stream's DATA and its reset."""
+
+    def request_data(self, data: bytes, flow: int, end: bool) -> None: ...
+    def cancel(self) -> None: ...
+
+
+C = TypeVar("C", bound=StreamCall)
+
+
+class ServerConnection(H2Connection, Generic[C]):
+    """A client's connection to a server of ours: its calls by stream, each new stream checked
+    (`opens`), and GOAWAY once the server stops taking calls (`stop_taking`)."""
+
+    server_side = True
+
+    def __init__(self, corker: Corker) -> None:
+        super().__init__(corker)
+        self.calls: dict[int, C] = {}
+        self.last_stream = 0
+        self.going_away = False
+
+    def opens(self, stream: int) -> bool:
+        """Whether the client may open ``stream`` now; a stream past the limit or after GOAWAY is
+        refused (RST_STREAM REFUSED_STREAM: the client may retry it elsewhere)."""
+        if stream <= self.last_stream or not stream & 1:
+            raise ProtocolViolation(PROTOCOL_ERROR)
+        self.last_stream = stream
+        if self.going_away or len(self.calls) >= MAX_STREAMS:
+            self.reset(stream, REFUSED_STREAM)
+            return False
+        return True
+
+    def on_data(self, stream: int, data: bytes, flow: int, end: bool) -> None:
+        call = self.calls.get(stream)
+        if call is None:
+            self.credit(flow)  # a stream already answered or reset
+        else:
+            call.request_data(data, flow, end)
+
+    def on_reset(self, stream: int, code: int) -> None:
+        call = self.calls.get(stream)
+        if call is not None:
+            call.cancel()
+
+    def on_goaway(self, last_stream: int, code: int) -> None:
+        pass  # a client going away still gets the answers of its calls
+
+    def on_lost(self) -> None:
+        for call in list(self.calls.values()):
+            call.cancel()
+
+    def call_over(self, stream: int) -> None:
+        self.calls.pop(stream, None)
+        if self.going_away and not self.calls:
+            self.close()
+
+    def stop_taking(self) -> None:
+        """GOAWAY: no new calls; the connection closes once its calls are over."""
+        self.going_away = True
+        self.write(frame(GOAWAY, 0, 0, pack(">LL", self.last_stream, NO_ERROR)))
+        if not self.calls:
+            self.close()
 
 
 def unpadded(payload: bytes, flags: int) -> bytes:

@@ -1,0 +1,438 @@
+"""inferd's own gRPC server (``--grpc-server inferd``): gRPC over inferd's HTTP/2 framing
+(`inferd.protocols.h2`), serving the same servicers as the grpc.aio server without grpc.aio's
+per-call machinery (bench/grpc_floor.py: about 220 us a call, the ceiling of inferd's gRPC on grpcio).
+
+A call is one HTTP/2 stream (`ServerCall`): its header block names the method (``:path``), its
+metadata and deadline (``grpc-timeout``); its DATA carries 5-byte-prefixed messages, held to the
+receive limit from each prefix (RESOURCE_EXHAUSTED before the message is read). The handler comes
+from a `MethodTable` that generated ``add_XServicer_to_server`` filled, through the interceptors
+(bearer tokens, spans) when there are any; its behaviour gets the request and a `NativeContext`. The
+answer is HEADERS, DATA and trailers (``grpc-status``, ``grpc-message`` percent-encoded), or
+trailers alone for an error; all of it is written at the end of the loop's iteration with the
+connection's other frames (`Corker`).
+
+Graceful stop: listeners close, every connection gets GOAWAY naming its last stream, in-flight calls
+finish within the grace period and are cancelled after it. Workers share the port with SO_REUSEPORT
+as grpcio's server does (``shared_port``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+
+from inferd.protocols.h2.connection import NO_ERROR, Corker, Inbound, ServerConnection
+from inferd.protocols.h2.grpc_wire import MessageSizes, grpc_message, prefixed, timeout_seconds
+from inferd.protocols.h2.hpack_out import Header, encode_block
+from inferd.server.grpc_context import Aborted, Metadata, NativeContext
+from inferd.server.grpc_methods import CallDetails, Handler, Interceptor, MethodTable
+
+logger = logging.getLogger("inferd.grpc")
+
+RESPONSE_HEADERS = encode_block(((b":status", b"200"), (b"content-type", b"application/grpc")))
+OK_TRAILERS = encode_block(((b"grpc-status", b"0"),))
+NOT_GRPC = encode_block(((b":status", b"415"), (b"content-type", b"text/plain")))
+BACKLOG = 2048
+
+
+class NativeGrpcServer:
+    """The gRPC port of one server process; what the engine calls of a ``grpc.aio.Server``
+    (``add_insecure_port``, ``start``, ``stop``) and what generated code registers methods with."""
+
+    def __init__(
+        self,
+        interceptors: Sequence[Interceptor],
+        receive_limit: int,
+        send_limit: int,
+        shared_port: bool = False,
+    ) -> None:
+        self.methods = MethodTable(interceptors)
+        self.receive_limit, self.send_limit, self.shared_port = receive_limit, send_limit, shared_port
+        self.sockets: list[socket.socket] = []
+        self.listeners: list[asyncio.AbstractServer] = []
+        self.connections: set[GrpcServerConnection] = set()
+        self.calls: set[ServerCall] = set()
+        self.idle: asyncio.Future[None] | None = None
+        self.corker: Corker | None = None
+
+    # Registration (generated code, through `grpc_requests.Registrar`)
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Handler]) -> None:
+        self.methods.add_registered_method_handlers(service, handlers)
+
+    def add_generic_rpc_handlers(self, handlers: Sequence[Any]) -> None:
+        self.methods.add_generic_rpc_handlers(handlers)
+
+    # Lifecycle
+    def add_insecure_port(self, address: str) -> int:
+        """Bind ``host:port`` (0: a free port) and return the port; served once `start` runs."""
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]")
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if self.shared_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind((host, int(port)))
+        except OSError:
+            sock.close()
+            raise
+        self.sockets.append(sock)
+        bound: int = sock.getsockname()[1]
+        return bound
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.corker = Corker(loop)
+        for sock in self.sockets:
+            listener = await loop.create_server(
+                lambda: GrpcServerConnection(self), sock=sock, backlog=BACKLOG
+            )
+            self.listeners.append(listener)
+
+    async def stop(self, grace: float | None) -> None:
+        """Stop taking calls, let those in flight finish within ``grace`` seconds, cancel the rest."""
+        for listener in self.listeners:
+            listener.close()
+        for connection in list(self.connections):
+            connection.stop_taking()
+        if self.calls and grace:
+            self.idle = asyncio.get_running_loop().create_future()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.idle), grace)
+        for call in list(self.calls):
+            call.cancel()
+        for connection in list(self.connections):
+            connection.close()
+        for listener in self.listeners:
+            await listener.wait_closed()
+        self.listeners.clear()
+
+    def call_over(self, call: ServerCall) -> None:
+        self.calls.discard(call)
+        if not self.calls and self.idle is not None and not self.idle.done():
+            self.idle.set_result(None)
+
+
+class GrpcServerConnection(ServerConnection["ServerCall"]):
+    """A client's connection; each stream it opens is a `ServerCall`."""
+
+    def __init__(self, server: NativeGrpcServer) -> None:
+        assert server.corker is not None
+        super().__init__(server.corker)
+        self.server = server
+        self.peer = ""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.server.connections.add(self)
+        address = transport.get_extra_info("peername")
+        if isinstance(address, tuple):
+            host, port = address[0], address[1]
+            self.peer = f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
+
+    def on_headers(self, stream: int, headers: list[Header], end: bool) -> None:
+        call = self.calls.get(stream)
+        if call is not None:  # trailers of a request: gRPC clients send none, HTTP/2 allows them
+            if end:
+                call.request_over()
+            return
+        if not self.opens(stream):
+            return
+        method, timeout, content_type = "", None, b""
+        for name, value in headers:
+            if name == b":path":
+                method = value.decode("latin-1")
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"grpc-timeout":
+                timeout = timeout_seconds(value)
+        if not content_type.startswith(b"application/grpc"):
+            self.write_headers(stream, NOT_GRPC, True)
+            if not end:
+                self.reset(stream, NO_ERROR)
+            return
+        call = ServerCall(self, stream, method, headers, timeout)
+        self.calls[stream] = call
+        self.server.calls.add(call)
+        call.begin(end)
+
+    def on_lost(self) -> None:
+        super().on_lost()
+        self.server.connections.discard(self)
+
+
+class ServerCall:
+    """One call: its request's messages in, its handler run in a task, its answer out."""
+
+    __slots__ = (
+        "answered",
+        "body",
+        "connection",
+        "context",
+        "handler",
+        "inbound",
+        "method",
+        "request_ended",
+        "sizes",
+        "stream",
+        "task",
+        "timer",
+        "waiter",
+    )
+
+    def __init__(
+        self,
+        connection: GrpcServerConnection,
+        stream: int,
+        method: str,
+        headers: list[Header],
+        timeout: float | None,
+    ) -> None:
+        self.connection, self.stream, self.method = connection, stream, method
+        server = connection.server
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.context = NativeContext(headers, deadline, connection.peer)
+        self.inbound = Inbound(connection, stream)
+        self.sizes = MessageSizes(server.receive_limit)
+        self.body: list[bytes] = []
+        self.handler: Handler | None = None
+        self.task: asyncio.Task[None] | None = None
+        #: A request-streaming handler, or the interceptors, waiting for more of the request.
+        self.waiter: asyncio.Future[None] | None = None
+        self.timer = None if timeout is None else connection.corker.loop.call_later(timeout, self.expired)
+        self.request_ended = self.answered = False
+
+    # The request
+    def begin(self, end: bool) -> None:
+        """The header block arrived: find the handler (through the interceptors, in the task)."""
+        if end:
+            self.request_ended = self.inbound.ended = True
+        methods = self.connection.server.methods
+        if methods.interceptors:
+            self.task = self.connection.corker.loop.create_task(self.intercepted())
+            return
+        handler = methods.handlers.get(self.method)
+        if handler is None:
+            handler = methods.find(CallDetails(self.method, self.context.invocation_metadata()))
+            if handler is None:
+                self.unimplemented()
+                return
+        self.handler = handler
+        if end or handler.request_streaming:
+            self.task = self.connection.corker.loop.create_task(self.run(handler))
+
+    def request_data(self, data: bytes, flow: int, end: bool) -> None:
+        if end:
+            self.request_ended = self.inbound.ended = True
+        self.inbound.credit(flow)  # held here, within the receive limit: the client may send on
+        too_large = self.sizes.feed(data)
+        if too_large is not None:
+            limit = self.connection.server.receive_limit
+            self.fail(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"Received message larger than max ({too_large} vs. {limit})",
+            )
+            return
+        self.body.append(data)
+        if end:
+            self.request_over()
+        else:
+            self.wake()
+
+    def request_over(self) -> None:
+        self.request_ended = self.inbound.ended = True
+        handler = self.handler
+        if self.task is None and handler is not None:
+            self.task = self.connection.corker.loop.create_task(self.run(handler))
+        self.wake()
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def more(self) -> None:
+        """Wait for the next of the request's DATA (or its end)."""
+        self.waiter = self.connection.corker.loop.create_future()
+        await self.waiter
+        self.waiter = None
+
+    def whole_message(self) -> bytes | memoryview:
+        """The one message of a unary request."""
+        body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
+        self.body = []
+        if len(body) < 5 or int.from_bytes(body[1:5], "big") != len(body) - 5:
+            raise Aborted(grpc.StatusCode.INTERNAL, "a unary request carries exactly one message")
+        if body[0]:
+            raise Aborted(grpc.StatusCode.UNIMPLEMENTED, "compressed messages are not supported")
+        return memoryview(body)[5:]
+
+    async def messages(self) -> AsyncIterator[bytes]:
+        """A streaming request's messages, as they arrive."""
+        pending = b""
+        while True:
+            if self.body:
+                pending += b"".join(self.body)
+                self.body = []
+            while len(pending) >= 5:
+                length = int.from_bytes(pending[1:5], "big")
+                if len(pending) < 5 + length:
+                    break
+                if pending[0]:
+                    raise Aborted(grpc.StatusCode.UNIMPLEMENTED, "compressed messages are not supported")
+                yield pending[5 : 5 + length]
+                pending = pending[5 + length :]
+            if self.request_ended and not self.body:
+                if pending:
+                    raise Aborted(grpc.StatusCode.INTERNAL, "the request ended within a message")
+                return
+            if not self.body:
+                await self.more()
+
+    # The handler
+    async def intercepted(self) -> None:
+        try:
+            details = CallDetails(self.method, self.context.invocation_metadata())
+            handler = await self.connection.server.methods.resolve(details)
+        except Exception as exc:
+            self.failed(exc)
+            return
+        if handler is None:
+            self.unimplemented()
+            return
+        self.handler = handler
+        while not handler.request_streaming and not self.request_ended:
+            await self.more()
+        await self.run(handler)
+
+    async def run(self, handler: Handler) -> None:
+        """Run ``handler`` on the request and answer; its errors become the call's status."""
+        try:
+            if handler.request_streaming:
+                request: Any = _deserialized(self.messages(), handler.request_deserializer)
+            else:
+                message = self.whole_message()
+                deserialize = handler.request_deserializer
+                request = message if deserialize is None else deserialize(message)
+            context = self.context
+            if handler.response_streaming:
+                behaviour = handler.stream_stream if handler.request_streaming else handler.unary_stream
+                self.start_answer()
+                async for response in behaviour(request, context):
+                    self.send(response, handler)
+            else:
+                behaviour = handler.stream_unary if handler.request_streaming else handler.unary_unary
+                response = await behaviour(request, context)
+                self.start_answer()
+                self.send(response, handler)
+            self.finish_answer()
+        except asyncio.CancelledError:
+            self.over()  # the client reset, the deadline passed, or the server stopped
+        except Exception as exc:
+            self.failed(exc)
+
+    # The answer
+    def start_answer(self) -> None:
+        if not self.answered:
+            outbound = self.connection.open_outbound(self.stream)
+            initial = self.context.initial
+            block = RESPONSE_HEADERS
+            if initial:
+                block += encode_block(_metadata_fields(initial))
+            self.connection.send_headers(outbound, block, False)
+            self.answered = True
+
+    def send(self, response: Any, handler: Handler) -> None:
+        serialize = handler.response_serializer
+        message: bytes = response if serialize is None else serialize(response)
+        limit = self.connection.server.send_limit
+        if len(message) > limit:
+            too_large = f"Sent message larger than max ({len(message)} vs. {limit})"
+            raise Aborted(grpc.StatusCode.RESOURCE_EXHAUSTED, too_large)
+        outbound = self.connection.outbound.get(self.stream)
+        if outbound is not None:
+            self.connection.send_data(outbound, prefixed(message), False, None, 0)
+
+    def finish_answer(self) -> None:
+        trailers = self.context.trailers
+        block = OK_TRAILERS if not trailers else OK_TRAILERS + encode_block(_metadata_fields(trailers))
+        outbound = self.connection.outbound.get(self.stream)
+        if outbound is not None:
+            self.connection.send_headers(outbound, block, True)
+        self.over()
+
+    def fail(self, code: grpc.StatusCode, details: str) -> None:
+        """End the call with ``code``: trailers only, or trailers after what was sent."""
+        if self.task is not None and self.task is not asyncio.current_task():
+            self.task.cancel()
+        if not self.connection.closed:
+            fields: list[Header] = []
+            if not self.answered:
+                fields += ((b":status", b"200"), (b"content-type", b"application/grpc"))
+                fields += _metadata_fields(self.context.initial)
+            fields += ((b"grpc-status", b"%d" % code.value[0]), (b"grpc-message", grpc_message(details)))
+            fields += _metadata_fields(self.context.trailers)
+            outbound = self.connection.outbound.get(self.stream)
+            if outbound is None:
+                self.connection.write_headers(self.stream, encode_block(fields), True)
+            else:
+                self.connection.send_headers(outbound, encode_block(fields), True)
+            if not self.request_ended and self.stream not in self.connection.outbound:
+                self.connection.reset(self.stream, NO_ERROR)  # stop the client sending (RFC 9113 8.1)
+        self.over()
+
+    def failed(self, exc: Exception) -> None:
+        if isinstance(exc, Aborted):
+            self.fail(exc.code, exc.details)
+            return
+        logger.exception("gRPC %s failed", self.method)
+        self.context.set_code(grpc.StatusCode.UNKNOWN)
+        self.fail(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc)}: {exc}")
+
+    def unimplemented(self) -> None:
+        self.fail(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+
+    def expired(self) -> None:
+        self.timer = None
+        self.fail(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+
+    def cancel(self) -> None:
+        """The client reset the stream or left, or the server stops: no answer."""
+        if self.task is not None:
+            self.task.cancel()
+        self.connection.drop(self.stream)
+        self.over()
+
+    def over(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        connection = self.connection
+        if connection.calls.get(self.stream) is self:
+            connection.call_over(self.stream)
+            connection.server.call_over(self)
+
+
+async def _deserialized(messages: AsyncIterator[bytes], deserialize: Any) -> AsyncIterator[Any]:
+    async for message in messages:
+        yield message if deserialize is None else deserialize(message)
+
+
+def _metadata_fields(metadata: Metadata) -> list[Header]:
+    """Trailing metadata as header fields: ``-bin`` values base64 without padding, as gRPC sends."""
+    fields: list[Header] = []
+    for key, value in metadata:
+        name = key.lower().encode("latin-1")
+        if isinstance(value, bytes):
+            fields.append((name, base64.b64encode(value).rstrip(b"=")))
+        else:
+            fields.append((name, value.encode("latin-1")))
+    return fields
