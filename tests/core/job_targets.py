@@ -34,9 +34,17 @@ def exit_hard(code: int) -> None:
     os._exit(code)
 
 
+def announce(started: Path, text: str) -> None:
+    """``started`` appears with ``text`` in it, whole: a test waiting for the file to exist never
+    reads it empty (written beside it, then renamed)."""
+    partial = started.with_name(started.name + ".partial")
+    partial.write_text(text)
+    partial.rename(started)
+
+
 def sleep(seconds: float, started: Path | None = None) -> str:
     if started is not None:
-        started.write_text(str(os.getpid()))
+        announce(started, str(os.getpid()))
     time.sleep(seconds)
     return "slept"
 
@@ -48,7 +56,7 @@ def return_object() -> object:
 def sleep_with_child(seconds: float, started: Path) -> None:
     """Sleep with a subprocess of its own, as a training script started with ``subprocess`` would."""
     child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
-    started.write_text(f"{os.getpid()} {child.pid}")
+    announce(started, f"{os.getpid()} {child.pid}")
     child.wait()
 
 
