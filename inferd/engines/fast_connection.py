@@ -19,7 +19,7 @@ from typing import Any, ClassVar, cast
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
 from inferd.engines.connections import ConnectionLimits, LimitedHttpToolsProtocol
-from inferd.protocols.asgi import body_length
+from inferd.protocols.asgi import BodyBuffer, body_length
 from inferd.server.fast import FastInfer, FastRequest
 
 
@@ -31,6 +31,7 @@ class _NoEvent:
 
 
 NO_EVENT = _NoEvent()
+NO_BODY = BodyBuffer(0)
 
 
 class FastCycle:
@@ -41,7 +42,7 @@ class FastCycle:
 
     def __init__(self, request: FastRequest, keep_alive: bool) -> None:
         self.request, self.keep_alive = request, keep_alive
-        self.body: list[bytes] = []
+        self.body = BodyBuffer(request.length)
         #: The body is whole; it is this request's turn (no earlier answer pending); the client left;
         #: the answer is written.
         self.complete = self.turn = self.disconnected = self.response_complete = False
@@ -77,7 +78,7 @@ class FastInferProtocol(LimitedHttpToolsProtocol):
     def on_body(self, body: bytes) -> None:
         cycle = self.cycle
         if isinstance(cycle, FastCycle):
-            cycle.body.append(body)  # no more than its Content-Length, which FastInfer bounded
+            cycle.body.add(body)  # no more than its Content-Length (httptools), which FastInfer bounded
         else:
             super().on_body(body)
 
@@ -106,9 +107,10 @@ class FastInferProtocol(LimitedHttpToolsProtocol):
         self.tasks.add(task)
 
     async def answer(self, cycle: FastCycle) -> None:
-        body = cycle.body[0] if len(cycle.body) == 1 else b"".join(cycle.body)
-        cycle.body = []
+        # an idle connection keeps its last cycle (uvicorn's pipeline), so not its body
+        body, cycle.body = cycle.body.whole(), NO_BODY
         status, content, headers = await self.fast.answer(cycle.request, body)
+        del body
         if self.flow.write_paused and not cycle.disconnected:
             await self.flow.drain()
         if cycle.disconnected:

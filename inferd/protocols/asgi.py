@@ -52,6 +52,40 @@ async def read_body(receive: Receive) -> bytes:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+class BodyBuffer:
+    """A body of a declared length gathered as it arrives: its first piece kept as it is (most bodies
+    come in one), later pieces copied once into a buffer of the declared length, so the pieces and
+    their join are never alive together. The buffer is a numpy allocation: its pages are touched only
+    as data arrives, so a client that declares much and sends little holds little."""
+
+    __slots__ = ("buffer", "declared", "filled", "first")
+
+    def __init__(self, declared: int) -> None:
+        self.declared, self.first, self.filled = declared, b"", 0
+        self.buffer: memoryview | None = None
+
+    def add(self, piece: bytes) -> bool:
+        """Append ``piece``; False when it would go past the declared length (nothing is kept)."""
+        buffer = self.buffer
+        if buffer is None:
+            if not self.first:
+                self.first = piece
+                return len(piece) <= self.declared
+            buffer = self.buffer = np.empty(self.declared, dtype=np.uint8).data
+            buffer[: len(self.first)] = self.first
+            self.filled, self.first = len(self.first), b""
+        end = self.filled + len(piece)
+        if end > self.declared:
+            return False
+        buffer[self.filled : end] = piece
+        self.filled = end
+        return True
+
+    def whole(self) -> bytes | memoryview:
+        """The body so far, read-only."""
+        return self.first if self.buffer is None else self.buffer[: self.filled].toreadonly()
+
+
 async def read_body_buffer(receive: Receive, scope: Scope) -> bytes | memoryview:
     """The whole request body, for routes that take big ones (binary tensors): a body that arrives
     in one message is that message's bytes, as with `read_body`; one in several messages is copied
@@ -68,20 +102,15 @@ async def read_body_buffer(receive: Receive, scope: Scope) -> bytes | memoryview
     declared = header(scope, b"content-length")
     if declared is None or not declared.isdigit():
         return first + await read_body(receive)  # chunked: its size is known only at its end
-    buffer = np.empty(int(declared), dtype=np.uint8).data
-    filled = 0
+    body = BodyBuffer(int(declared))
     while True:
-        end = filled + len(first)
-        if end > len(buffer):  # more than declared: the HTTP server would not pass it on
+        if not body.add(message.get("body", b"")):  # more than declared: no HTTP server passes it on
             raise ClientDisconnect()
-        buffer[filled:end] = first
-        filled = end
         if not message.get("more_body", False):
-            return buffer[:filled].toreadonly()
+            return body.whole()
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientDisconnect()
-        first = message.get("body", b"")
 
 
 #: A response body: bytes, or parts sent one after another (a header, then arrays' own memory),

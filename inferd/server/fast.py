@@ -49,6 +49,7 @@ class FastRequest(NamedTuple):
     params: dict[str, str]
     headers: Headers
     request_id: str
+    length: int
 
 
 class FastInfer:
@@ -92,9 +93,9 @@ class FastInfer:
         if self.tokens is not None and self.tokens.refusal(authorization) is not None:
             return None
         params = {key: value for key, value in found.groupdict().items() if value is not None}
-        return FastRequest(path, params, headers, rid or self.ids.new())
+        return FastRequest(path, params, headers, rid or self.ids.new(), int(length))
 
-    async def answer(self, request: FastRequest, body: bytes) -> Answer:
+    async def answer(self, request: FastRequest, body: bytes | memoryview) -> Answer:
         """The answer to ``request`` with its whole ``body``; the request id is among its headers."""
         token = request_id.set(request.request_id)
         started = time.perf_counter()
@@ -106,7 +107,7 @@ class FastInfer:
             request_id.reset(token)
         return Answer(status, content, [*headers, (b"x-request-id", request.request_id.encode())])
 
-    async def _answer(self, request: FastRequest, body: bytes) -> Answer:
+    async def _answer(self, request: FastRequest, body: bytes | memoryview) -> Answer:
         async def receive() -> Message:
             return {"type": "http.request", "body": body, "more_body": False}
 
