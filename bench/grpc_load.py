@@ -73,6 +73,7 @@ from v2_iris import (
     run_wrk,
     serving,
     venv_tool,
+    write_dated,
 )
 
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
@@ -428,13 +429,7 @@ def main() -> int:
         except BenchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    text = report(args, servers, rest, load)
-    print("\n" + text, end="")
-    path = ROOT / "bench" / "results" / f"grpc-{datetime.now(timezone.utc):%Y-%m-%d}.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    print(f"wrote {path.relative_to(ROOT)}")
-    return 0 if "FAIL" not in text else 1
+    return write_dated("grpc", report(args, servers, rest, load))
 
 
 if __name__ == "__main__":
