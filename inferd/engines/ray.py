@@ -54,6 +54,9 @@ REQUEST_ID_HEADER = b"x-request-id"
 #: Windows Ray stays a single loopback node.
 LOCAL_RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 HAPROXY_VARIABLE = "RAY_SERVE_ENABLE_HA_PROXY"
+#: How long ``ray.init`` waits for the local Ray's GCS to bind its port. Ray's 30 s default was
+#: seen to run out on a busy 2-core machine (the GCS starting in seconds otherwise); unless set.
+GCS_WAIT_VARIABLE, GCS_LOCAL_WAIT_S = "RAY_gcs_server_port_wait_time_s", "120"
 #: Where Ray's HAProxy keeps its files, by variable. Ray puts them in a folder per node, named by
 #: the node's id (56 characters), and HAProxy refuses a socket path over 97 bytes: so the local Ray's
 #: go to a short folder of its own in /tmp (where Ray's default, /tmp/haproxy-serve, is), removed
@@ -229,7 +232,11 @@ def _local_environment() -> dict[str, str]:
     """The local Ray's variables; PYTHONPATH leads its workers to the inferd this process runs."""
     here = str(Path(inferd.__file__).resolve().parent.parent)
     paths = [here, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**LOCAL_RAY_ENVIRONMENT, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+    return {
+        **LOCAL_RAY_ENVIRONMENT,
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+        GCS_WAIT_VARIABLE: os.environ.get(GCS_WAIT_VARIABLE, GCS_LOCAL_WAIT_S),
+    }
 
 
 def _haproxy_environment(folder: str) -> dict[str, str]:

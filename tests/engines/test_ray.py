@@ -7,7 +7,6 @@ Runs wherever ray is importable; CI installs it (the ``ray`` extra is part of ``
 from __future__ import annotations
 
 import importlib.util
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -43,19 +42,16 @@ REPLICA = "x-inferd-replica"
 
 
 @pytest.fixture(scope="module")
-def on_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServer, float]]:
+def on_ray(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """``inferd serve IrisModel --dialect seldon --engine ray --replicas 2`` from the component's
-    folder (a module name, resolved in the replicas as in the command's working directory); yields
-    the server and when it was started."""
+    folder (a module name, resolved in the replicas as in the command's working directory)."""
     folder = tmp_path_factory.mktemp("ray-iris")
     (folder / "IrisModel.py").write_text(IRIS_COMPONENT)
-    started = time.monotonic()
     args = ("--dialect", "seldon", "--engine", "ray", "--replicas", "2", "--ray-num-cpus", "0.5")
     # PYTHONPATH: this checkout's inferd, whatever the folder (the engine hands it on to the replicas).
     with serve("IrisModel", *args, cwd=folder, env={"PYTHONPATH": str(ROOT)}) as server:
-        yield server, started
+        yield server
     assert server.process.returncode == 0, server.log
-    assert time.monotonic() - started < 60, "start, requests and shutdown took over 60 s"
 
 
 def replicas_answering(client: httpx.Client, path: str, body: object, attempts: int = 60) -> set[str]:
@@ -70,8 +66,8 @@ def replicas_answering(client: httpx.Client, path: str, body: object, attempts: 
     return seen
 
 
-def test_v2_and_the_seldon_route_are_answered_by_both_replicas(on_ray: tuple[RunningServer, float]) -> None:
-    server, _ = on_ray
+def test_v2_and_the_seldon_route_are_answered_by_both_replicas(on_ray: RunningServer) -> None:
+    server = on_ray
     with httpx.Client(base_url=server.http_url, timeout=30) as client:
         assert client.get("/v2/health/ready").status_code == 200
         v2 = client.post("/v2/models/irismodel/infer", json=V2_REQUEST).json()
@@ -84,18 +80,18 @@ def test_v2_and_the_seldon_route_are_answered_by_both_replicas(on_ray: tuple[Run
     assert len(v2_replicas) == 2 and v2_replicas == seldon_replicas
 
 
-def test_bad_input_is_a_400_from_the_replica(on_ray: tuple[RunningServer, float]) -> None:
-    server, _ = on_ray
+def test_bad_input_is_a_400_from_the_replica(on_ray: RunningServer) -> None:
+    server = on_ray
     response = httpx.post(f"{server.http_url}/v2/models/irismodel/infer", json={"inputs": "x"}, timeout=30)
     assert response.status_code == 400
     assert "error" in response.json() and REPLICA in response.headers
     assert len(response.headers.get_list("x-request-id")) == 1
 
 
-def test_the_app_runs_on_the_replicas_own_loop(on_ray: tuple[RunningServer, float]) -> None:
+def test_the_app_runs_on_the_replicas_own_loop(on_ray: RunningServer) -> None:
     """``ray_user_code_thread`` is off: the component is called on the replica's event loop, not on
     the thread Ray Serve starts for user code (``_run_user_code_event_loop``) by default."""
-    server, _ = on_ray
+    server = on_ray
     answer = httpx.post(f"{server.http_url}/api/v1.0/predictions", json=SELDON_REQUEST, timeout=30).json()
     thread = answer["meta"]["tags"]["thread"]
     assert thread and "user_code" not in thread

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,7 +102,6 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     log = folder / "feedback.jsonl"
     graph = folder / "pipeline.yaml"
     graph.write_text(GRAPH.replace("${LOG}", str(log)))
-    started = time.monotonic()
     with ray_cluster(Settings()):
         import ray
 
@@ -116,8 +114,6 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
         from ray import serve as ray_serve
 
         assert "inferd" not in ray_serve.status().applications  # deleted, the cluster left running
-    # About 40 s on two busy cores: five replica processes (ingress, three nodes, the model twice).
-    assert time.monotonic() - started < 60, "Ray, both servers, requests and shutdown took over 60 s"
 
 
 def test_each_node_is_a_deployment_of_its_own(servers: Servers) -> None:

@@ -15,16 +15,15 @@ from moto.server import ThreadedMotoServer
 
 from inferd.storage import ModelCache
 from tests.dialects.cortex.conftest import tf_models_dir  # noqa: F401 (a fixture: SavedModels built here)
-from tests.servers import free_port
 from tests.storage.files_server import FileServer, file_server
 
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)  # 0: no port race
     server.start()
-    yield f"http://127.0.0.1:{port}"
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
     server.stop()
 
 

@@ -182,6 +182,7 @@ class Runs:
     async def _run(self, run_id: str, slots: asyncio.Semaphore) -> None:
         log = ServiceLog(self.log_dir / f"{run_id}.log")
         work = self.work_root / run_id
+        ended: tuple[RunState, str] | None = None
         try:
             async with slots:
                 run = self.store.run(run_id)
@@ -189,24 +190,23 @@ class Runs:
                     return
                 self.store.update_run(run_id, state=RunState.RUNNING)
                 log.note(f"run {run_id}: {len(run.inputs)} input(s) into {shown(run.output)}")
-                state, reason = await self._execute(run, work, log)
-            if not self._closing:
-                log.note(f"{state.value}{': ' + reason if reason else ''}")
-                self._finish(run_id, state, reason)
+                ended = await self._execute(run, work, log)
         except asyncio.CancelledError:
-            if not self._closing:
-                log.note("cancelled")
-                self._finish(run_id, RunState.CANCELLED, "cancelled")
+            ended = (RunState.CANCELLED, "cancelled")
             raise
         except Exception as exc:  # a bug here must not leave the run running
             logger.exception("run %s failed", run_id)
-            if not self._closing:
-                self._finish(run_id, RunState.FAILED, f"the run failed: {exc}")
+            ended = (RunState.FAILED, f"the run failed: {exc}")
         finally:
             self._tasks.pop(run_id, None)
             self._pids.pop(run_id, None)
             self._pid_file(run_id).unlink(missing_ok=True)
+            # the work folder is gone before anyone sees the run finished
             await asyncio.to_thread(shutil.rmtree, work, True)
+            if ended is not None and not self._closing:
+                state, reason = ended
+                log.note(state.value if reason in ("", state.value) else f"{state.value}: {reason}")
+                self._finish(run_id, state, reason)
 
     async def _execute(self, run: Run, work: Path, log: ServiceLog) -> tuple[RunState, str]:
         version = self.store.version(run.version_id)
