@@ -114,6 +114,9 @@ def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_d
     assert "typer.rich_utils" not in modules  # scikit-learn itself imports rich (sklearn.callback)
     assert OTHER_COMMANDS & modules == set()  # serve's command is built alone
     assert {name for name in modules if name.split(".")[0] == "typer"} == set()  # nor even that
+    # Requests are counted in inferd's own families; prometheus_client (and its exposition's HTTP
+    # server and urllib.request) loads when /metrics is first read, which nobody did here
+    assert {name for name in modules if name.split(".")[0] == "prometheus_client"} == set()
 
 
 def test_a_server_of_a_model_that_imports_no_rich_loads_no_rich(tmp_path: Path) -> None:
