@@ -9,8 +9,9 @@ so what only asks `inferd.storage.locations` whether a target is remote (every `
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from inferd.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from inferd.storage.cache import Fetched, ModelCache
@@ -19,18 +20,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Fetched", "ModelCache", "StorageError", "is_remote", "local_path"]
 
-_HOMES = {
-    "Fetched": "inferd.storage.cache",
-    "ModelCache": "inferd.storage.cache",
-    "StorageError": "inferd.storage.errors",
-    "is_remote": "inferd.storage.locations",
-    "local_path": "inferd.storage.locations",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'inferd.storage' has no attribute {name!r}")
-    value = getattr(import_module(_HOMES[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "Fetched": "inferd.storage.cache",
+        "ModelCache": "inferd.storage.cache",
+        "StorageError": "inferd.storage.errors",
+        "is_remote": "inferd.storage.locations",
+        "local_path": "inferd.storage.locations",
+    },
+)
