@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from inferd.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from inferd.config.settings import Settings
@@ -14,20 +15,15 @@ __version__ = "0.1.0"
 
 __all__ = ["InferenceRequest", "InferenceResponse", "Model", "Settings", "TensorSpec", "__version__"]
 
-# Where each public name lives: imported on first use (PEP 562), so `inferd --help` and `import
-# inferd.cli` do not load numpy and pydantic.
-_PUBLIC = {
-    "Model": "inferd.core.model",
-    "Settings": "inferd.config.settings",
-    "InferenceRequest": "inferd.core.types",
-    "InferenceResponse": "inferd.core.types",
-    "TensorSpec": "inferd.core.types",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'inferd' has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
+# Where each public name lives: imported on first use, so `inferd --help` and `import inferd.cli` do
+# not load numpy and pydantic.
+__getattr__ = lazy_names(
+    __name__,
+    {
+        "Model": "inferd.core.model",
+        "Settings": "inferd.config.settings",
+        "InferenceRequest": "inferd.core.types",
+        "InferenceResponse": "inferd.core.types",
+        "TensorSpec": "inferd.core.types",
+    },
+)

@@ -26,7 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import inferd.core.metrics
 import inferd.dialects.graph.metrics
-import inferd.platform.gateway.metrics  # noqa: F401 (their collectors, on REGISTRY)
+import inferd.platform.gateway.metrics  # noqa: F401 (their families: inferd's own, or on REGISTRY)
+from inferd.core import counters
 from tests.dialects.graph.conftest import COMPONENTS
 from tests.platform.control import Control, control, native_project
 from tests.servers import ROOT, serve
@@ -193,7 +194,11 @@ class Exported:
 
 def declared(name: str) -> set[str]:
     """The label names the collector of ``name`` declares (the same object the servers register),
-    for a family a scrape shows without samples (an event the test does not cause)."""
+    for a family a scrape shows without samples (an event the test does not cause): one of inferd's
+    own families (`inferd.core.counters`) or a prometheus_client metric."""
+    for family in counters.FAMILIES.families:
+        if family.name in (name, name.removesuffix("_total")):
+            return set(family.labelnames)
     for collector, names in REGISTRY._collector_to_names.items():
         if name in names or f"{name}_total" in names:
             return set(collector._labelnames)  # type: ignore[attr-defined]

@@ -22,10 +22,7 @@ from pydantic import ValidationError
 from inferd.config.settings import Settings
 from inferd.core.errors import TargetError
 from inferd.core.importer import split_target, working_directory
-from inferd.storage.backends import BACKENDS
-from inferd.storage.cache import ModelCache, cache_of
 from inferd.storage.locations import is_remote
-from inferd.storage.targets import local_target
 
 PROJECT_FILE = "inferd.yaml"
 #: Files in a project that call for an extra of inferd.
@@ -72,7 +69,7 @@ class Project:
         inner = str(file.get("target") or ".") if file is not None else target
         values.pop("target", None)
         if inner and is_remote(inner):  # an inferd.yaml naming its model code in object storage
-            values["target"] = local_target(inner, _cache(given))
+            values["target"] = _fetch(inner, given)
         elif inner:
             values["target"] = absolute(inner, folder if file is not None else Path.cwd())
         settings = settings_from(values)
@@ -111,12 +108,18 @@ def fetched(target: str | None, given: Mapping[str, Any]) -> str | None:
     named = target or os.environ.get("INFERD_TARGET")
     if not named or not is_remote(named):
         return target
-    return local_target(named, _cache(given))
+    return _fetch(named, given)
 
 
-def _cache(given: Mapping[str, Any]) -> ModelCache:
-    """The model cache of the settings ``given`` (over ``INFERD_*`` variables)."""
-    return cache_of(settings_from({key: value for key, value in given.items() if value is not None}))
+def _fetch(target: str, given: Mapping[str, Any]) -> str:
+    """``target`` in object storage fetched into the model cache of the settings ``given`` (over
+    ``INFERD_*`` variables); the storage code loads only for such a target."""
+    from inferd.storage.cache import cache_of
+    from inferd.storage.targets import local_target
+
+    return local_target(
+        target, cache_of(settings_from({key: value for key, value in given.items() if value is not None}))
+    )
 
 
 def read_file(folder: Path) -> dict[str, Any] | None:
@@ -179,6 +182,8 @@ def named_extras(folder: Path) -> set[str]:
     """The extras of what the project's YAML files name in object storage rather than hold (a Cortex
     ``model: s3://.../iris.onnx``, an ``inferd.yaml`` or graph node ``target``): the backend that
     fetches each, and ONNX Runtime for an ``.onnx`` model."""
+    from inferd.storage.backends import BACKENDS
+
     found: set[str] = set()
     for path in (*folder.glob("*.yaml"), *folder.glob("*.yml")):
         try:

@@ -1,15 +1,18 @@
 """The Prometheus metrics inferd records. Exposition lives in the server; this module only counts.
 
-Gauges declare how they combine across worker processes, so the numbers stay right when
-``PROMETHEUS_MULTIPROC_DIR`` is set by the supervisor.
+They are inferd's own small families (`inferd.core.counters`), so a worker loads prometheus_client
+only when its metrics are read (`counters.expose` hands them to its registry then). Gauges declare
+how they combine across worker processes, so the numbers stay right when ``PROMETHEUS_MULTIPROC_DIR``
+is set by the supervisor.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
+from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram
+from inferd.core.counters import Counter, Gauge, Histogram
 
 REQUESTS = Counter(
     "inferd_requests_total",
@@ -54,9 +57,10 @@ RESTARTS = Counter(
 
 class Observer:
     """One labelled child of a histogram, observed directly (see `Series` for why): as ``observe``,
-    one value in the first bucket whose bound is at least it, and in the sum."""
+    one value in the first bucket whose bound is at least it, and in the sum. The child is one of
+    `counters.Histogram` or of a prometheus_client ``Histogram`` (a dialect's): both hold these."""
 
-    def __init__(self, child: Histogram) -> None:
+    def __init__(self, child: Any) -> None:
         self.sum, self.buckets = child._sum, child._buckets
         self.bounds: list[float] = child._upper_bounds
 
@@ -68,8 +72,8 @@ class Observer:
 class Series:
     """The labelled children of one (model, protocol), looked up once instead of per request.
 
-    A request updates the values behind the children directly (prometheus_client's own value objects,
-    its locked floats or, with ``PROMETHEUS_MULTIPROC_DIR``, its shared-file ones): the public
+    A request updates the values behind the children directly (locked floats or, with
+    ``PROMETHEUS_MULTIPROC_DIR``, prometheus_client's shared-file values): the public
     ``inc`` and ``observe`` check on every call what cannot change once a child exists, and with those
     checks the metrics were the largest part of a small request's Python after the handler's own.
     `tests/core/test_metrics.py` holds this to what the public methods record."""

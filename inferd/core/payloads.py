@@ -24,7 +24,7 @@ from inferd.core.model_settings import model_settings
 from inferd.core.settings import ServerSettings
 
 if TYPE_CHECKING:
-    from prometheus_client import Counter
+    from inferd.core.counters import CounterChild
 
 logger = logging.getLogger("inferd.payloads")
 
@@ -99,8 +99,8 @@ class PayloadLog:
         #: Events given to the sender and not yet answered or failed.
         self._held = 0
         self._settled: asyncio.Future[None] | None = None  # while close() waits for _held to reach 0
-        self._accepted: dict[tuple[str, int], Counter] = {}
-        self._failures: dict[str, Counter] = {}
+        self._accepted: dict[tuple[str, int], CounterChild] = {}
+        self._failures: dict[str, CounterChild] = {}
         self._dropped_since_warning: dict[str, int] = {}
         self._warned_at = float("-inf")
 

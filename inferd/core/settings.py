@@ -156,8 +156,14 @@ class ServerSettings(DialectSettings, BaseSettings):
     the scale-out (``replicas``, ``autoscale``, ``ray_*``: what the Ray engine runs and what
     ``export`` writes into manifests alike, so they live here, below both)."""
 
+    # Field patterns run on Python's re: pydantic-core's own regex engine kept about 1 MiB per worker
+    # for the three patterns below (issue 26 memory), for strings read once at start.
     model_config = SettingsConfigDict(
-        env_prefix="INFERD_", env_nested_delimiter="__", extra="ignore", defer_build=True
+        env_prefix="INFERD_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        defer_build=True,
+        regex_engine="python-re",
     )
 
     dialect: Dialect = "auto"

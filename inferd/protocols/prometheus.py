@@ -1,7 +1,8 @@
 """The Prometheus exposition: this process's registry, or every worker's through the multiprocess dir.
 
 Served at ``/metrics`` by the server, and at whatever path a dialect's platform scrapes (Seldon's
-``PREDICTIVE_UNIT_METRICS_ENDPOINT``).
+``PREDICTIVE_UNIT_METRICS_ENDPOINT``). prometheus_client is imported when metrics are first read,
+not when the routes are made: a worker nobody scrapes never loads it (`inferd.core.counters`).
 """
 
 from __future__ import annotations
@@ -9,24 +10,36 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from inferd.core.counters import expose
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 PATH = "/metrics"
 
 
 def registry() -> CollectorRegistry:
+    """Every worker's metrics (read from the multiprocess dir) or this process's registry, with
+    inferd's own families in it."""
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         return registry
+    expose()
     return REGISTRY
 
 
 async def endpoint(request: Request) -> Response:
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
     return Response(generate_latest(registry()), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -8,27 +8,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from inferd.core import errors
-
-if TYPE_CHECKING:
-    import grpc
+from inferd.protocols.grpc_status import status_code
 
 
 @dataclass(frozen=True)
 class Status:
-    """An HTTP status and a gRPC code, the latter by name: grpc is imported only by what speaks gRPC
-    (a server started with ``--no-grpc`` never loads grpc and protobuf, about 8 MiB)."""
+    """An HTTP status and a gRPC code, the latter by name: grpcio is loaded only by what needs it (a
+    server started with ``--no-grpc`` never loads grpc and protobuf, and the native gRPC server no
+    grpc, about 8 MiB)."""
 
     http: int
     grpc_name: str
 
     @property
-    def grpc(self) -> grpc.StatusCode:
-        import grpc  # only a gRPC answer asks, and grpc is loaded then
-
-        return grpc.StatusCode[self.grpc_name]
+    def grpc(self) -> Any:
+        """The gRPC code: ``grpc.StatusCode``'s when grpcio is loaded (`grpc_status.status_code`)."""
+        return status_code(self.grpc_name)
 
 
 STATUSES: dict[type[BaseException], Status] = {

@@ -1,18 +1,21 @@
 """Build one process's gRPC server: the V2 servicer plus the dialect's own services, on inferd's own
 HTTP/2 (``grpc_server = "inferd"``, the default: `inferd.server.grpc_native`) or on grpc.aio
-(``"grpcio"``). Both get the same servicers, the same `Registrar` and the same interceptors."""
+(``"grpcio"``). Both get the same servicers, the same `Registrar` and the same interceptors.
+
+grpcio (about 8 MiB of a worker) is imported only for grpc.aio, for the interceptors (bearer tokens,
+spans: they subclass grpc.aio's) and by a dialect's generated gRPC code: the native server serving
+V2 alone runs without it (issue 26)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
-import grpc
-
 from inferd.core import tracing
+from inferd.protocols.grpc_handlers import unary_unary
 from inferd.protocols.v2.grpc import HEALTH_METHODS, add_to_server
 from inferd.server.app import Runtime
-from inferd.server.auth import tokens_of
-from inferd.server.grpc_interceptors import GrpcBearerAuth, TracedRpcs
+from inferd.server.auth import Tokens, tokens_of
 from inferd.server.grpc_requests import Registrar
 
 
@@ -31,15 +34,17 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> GrpcServe
     settings = runtime.settings
     receive, send = settings.grpc_limits
     tokens = tokens_of(settings)
-    interceptors: list[Any] = [] if tracing.tracer is None else [TracedRpcs(tracing.tracer)]  # span first
-    if tokens is not None:
-        interceptors.append(GrpcBearerAuth(tokens, HEALTH_METHODS))
+    interceptors = _interceptors(tokens)
     server: Any
+    make_handler: Callable[..., Any]
     if settings.grpc_server == "inferd":
         from inferd.server.grpc_native import NativeGrpcServer
 
-        server = NativeGrpcServer(interceptors, receive, send, shared_port)
+        server, make_handler = NativeGrpcServer(interceptors, receive, send, shared_port), unary_unary
     else:
+        import grpc
+
+        make_handler = grpc.unary_unary_rpc_method_handler
         server = grpc.aio.server(
             interceptors=interceptors or None,
             options=[
@@ -49,8 +54,20 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> GrpcServe
             ],
         )
     registrar = Registrar(server)  # malformed requests of every service get INVALID_ARGUMENT
-    add_to_server(registrar, runtime.dataplane)
+    add_to_server(registrar, runtime.dataplane, make_handler)
     for add in runtime.dialect.grpc_services(runtime.dataplane, runtime.dialect_settings):
         add(registrar)
     server_: GrpcServer = server
     return server_
+
+
+def _interceptors(tokens: Tokens | None) -> list[Any]:
+    """Spans first, then bearer tokens; none (and no grpcio import) when neither is configured."""
+    if tracing.tracer is None and tokens is None:
+        return []
+    from inferd.server.grpc_interceptors import GrpcBearerAuth, TracedRpcs
+
+    interceptors: list[Any] = [] if tracing.tracer is None else [TracedRpcs(tracing.tracer)]
+    if tokens is not None:
+        interceptors.append(GrpcBearerAuth(tokens, HEALTH_METHODS))
+    return interceptors

@@ -15,11 +15,13 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-import grpc
-
+from inferd.protocols.grpc_status import StatusCode
 from inferd.protocols.h2.hpack_out import Header
 
 Metadata = tuple[tuple[str, str | bytes], ...]
+#: A status code: grpcio's ``grpc.StatusCode`` or inferd's copy of it (`grpc_status`); the server
+#: reads only its value, (the number on the wire, a description), and its name.
+Code = Any
 #: Request headers that are HTTP/2's or gRPC's own, not the caller's metadata.
 RESERVED = frozenset((b"content-type", b"te", b"grpc-timeout", b"grpc-encoding", b"grpc-accept-encoding"))
 
@@ -27,7 +29,7 @@ RESERVED = frozenset((b"content-type", b"te", b"grpc-timeout", b"grpc-encoding",
 class Aborted(Exception):
     """The servicer ended its call with ``code`` and ``details`` (`NativeContext.abort`)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    def __init__(self, code: Code, details: str) -> None:
         super().__init__(details)
         self.code, self.details = code, details
 
@@ -66,15 +68,13 @@ class NativeContext:
     def __init__(self, headers: Sequence[Header], deadline: float | None, peer: str) -> None:
         self.headers, self.deadline, self.peer_address = headers, deadline, peer
         self._metadata: Metadata | None = None
-        self._code: grpc.StatusCode | None = None
+        self._code: Code | None = None
         self._details = ""
         self.trailers: Metadata = ()
         self.initial: Metadata = ()
 
-    async def abort(
-        self, code: grpc.StatusCode, details: str = "", trailing_metadata: Metadata = ()
-    ) -> NoReturn:
-        if code == grpc.StatusCode.OK:
+    async def abort(self, code: Code, details: str = "", trailing_metadata: Metadata = ()) -> NoReturn:
+        if code.value == StatusCode.OK.value:
             raise ValueError("abort() needs a status other than OK")
         self._code, self._details = code, details
         if trailing_metadata:
@@ -93,13 +93,13 @@ class NativeContext:
     def set_trailing_metadata(self, metadata: Metadata) -> None:
         self.trailers = tuple(metadata)
 
-    def set_code(self, code: grpc.StatusCode) -> None:
+    def set_code(self, code: Code) -> None:
         self._code = code
 
     def set_details(self, details: str) -> None:
         self._details = details
 
-    def code(self) -> grpc.StatusCode | None:
+    def code(self) -> Code | None:
         return self._code
 
     def details(self) -> str:

@@ -15,6 +15,7 @@ import grpc
 
 from inferd.core.errors import Unauthenticated
 from inferd.core.tracing import Tracer
+from inferd.protocols.grpc_status import StatusCode
 from inferd.protocols.status import status_of
 from inferd.server.auth import Tokens
 
@@ -96,4 +97,4 @@ class TracedRpcs(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio sh
 
 def _code_name(context: Any, otherwise: str) -> str:
     code = context.code()
-    return str(code.name) if isinstance(code, grpc.StatusCode) else otherwise
+    return str(code.name) if isinstance(code, (grpc.StatusCode, StatusCode)) else otherwise

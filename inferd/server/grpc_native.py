@@ -27,12 +27,11 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import grpc
-
+from inferd.protocols.grpc_status import status_code
 from inferd.protocols.h2.connection import NO_ERROR, Corker, Inbound, ServerConnection
 from inferd.protocols.h2.grpc_wire import MessageSizes, grpc_message, prefixed, timeout_seconds
 from inferd.protocols.h2.hpack_out import Header, encode_block
-from inferd.server.grpc_context import Aborted, Metadata, NativeContext
+from inferd.server.grpc_context import Aborted, Code, Metadata, NativeContext
 from inferd.server.grpc_methods import CallDetails, Handler, Interceptor, MethodTable
 
 logger = logging.getLogger("inferd.grpc")
@@ -237,7 +236,7 @@ class ServerCall:
         if too_large is not None:
             limit = self.connection.server.receive_limit
             self.fail(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                status_code("RESOURCE_EXHAUSTED"),
                 f"Received message larger than max ({too_large} vs. {limit})",
             )
             return
@@ -270,9 +269,9 @@ class ServerCall:
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
         self.body = []
         if len(body) < 5 or int.from_bytes(body[1:5], "big") != len(body) - 5:
-            raise Aborted(grpc.StatusCode.INTERNAL, "a unary request carries exactly one message")
+            raise Aborted(status_code("INTERNAL"), "a unary request carries exactly one message")
         if body[0]:
-            raise Aborted(grpc.StatusCode.UNIMPLEMENTED, "compressed messages are not supported")
+            raise Aborted(status_code("UNIMPLEMENTED"), "compressed messages are not supported")
         return memoryview(body)[5:]
 
     async def messages(self) -> AsyncIterator[bytes]:
@@ -287,12 +286,12 @@ class ServerCall:
                 if len(pending) < 5 + length:
                     break
                 if pending[0]:
-                    raise Aborted(grpc.StatusCode.UNIMPLEMENTED, "compressed messages are not supported")
+                    raise Aborted(status_code("UNIMPLEMENTED"), "compressed messages are not supported")
                 yield pending[5 : 5 + length]
                 pending = pending[5 + length :]
             if self.request_ended and not self.body:
                 if pending:
-                    raise Aborted(grpc.StatusCode.INTERNAL, "the request ended within a message")
+                    raise Aborted(status_code("INTERNAL"), "the request ended within a message")
                 return
             if not self.body:
                 await self.more()
@@ -356,7 +355,7 @@ class ServerCall:
         limit = self.connection.server.send_limit
         if len(message) > limit:
             too_large = f"Sent message larger than max ({len(message)} vs. {limit})"
-            raise Aborted(grpc.StatusCode.RESOURCE_EXHAUSTED, too_large)
+            raise Aborted(status_code("RESOURCE_EXHAUSTED"), too_large)
         outbound = self.connection.outbound.get(self.stream)
         if outbound is not None:
             self.connection.send_data(outbound, prefixed(message), False, None, 0)
@@ -369,7 +368,7 @@ class ServerCall:
             self.connection.send_headers(outbound, block, True)
         self.over()
 
-    def fail(self, code: grpc.StatusCode, details: str) -> None:
+    def fail(self, code: Code, details: str) -> None:
         """End the call with ``code``: trailers only, or trailers after what was sent."""
         if self.task is not None and self.task is not asyncio.current_task():
             self.task.cancel()
@@ -394,15 +393,15 @@ class ServerCall:
             self.fail(exc.code, exc.details)
             return
         logger.exception("gRPC %s failed", self.method)
-        self.context.set_code(grpc.StatusCode.UNKNOWN)
-        self.fail(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc)}: {exc}")
+        self.context.set_code(status_code("UNKNOWN"))
+        self.fail(status_code("UNKNOWN"), f"Unexpected {type(exc)}: {exc}")
 
     def unimplemented(self) -> None:
-        self.fail(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        self.fail(status_code("UNIMPLEMENTED"), "Method not found!")
 
     def expired(self) -> None:
         self.timer = None
-        self.fail(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+        self.fail(status_code("DEADLINE_EXCEEDED"), "Deadline Exceeded")
 
     def cancel(self) -> None:
         """The client reset the stream or left, or the server stops: no answer."""

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import grpc
+from inferd.protocols.grpc_status import status_code
 
-Handler = Any  # grpc.RpcMethodHandler; grpcio ships no type hints
+Handler = Any  # grpc.RpcMethodHandler or a grpc_handlers.MethodHandler
 Deserializer = Callable[[bytes], Any]
 
 
@@ -55,7 +55,7 @@ def checked(handler: Handler) -> Handler:
 def _unary_unary(behaviour: Callable[..., Any]) -> Callable[..., Any]:
     async def call(request: Any, context: Any) -> Any:
         if isinstance(request, MalformedRequest):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+            await context.abort(status_code("INVALID_ARGUMENT"), request.message)
         return await behaviour(request, context)
 
     return call
@@ -68,7 +68,7 @@ class Registrar:
     every method by name as well as in a generic handler, and grpc serves a method by its named
     handler first, so the generic ones are never used for those methods."""
 
-    def __init__(self, server: grpc.aio.Server) -> None:
+    def __init__(self, server: Any) -> None:  # a grpc.aio.Server or a NativeGrpcServer
         self.server = server
 
     def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Handler]) -> None:

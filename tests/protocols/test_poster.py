@@ -13,11 +13,11 @@ from pathlib import Path
 
 import httptools
 import pytest
-from prometheus_client import REGISTRY
 
 from inferd.core.payloads import REQUEST, RESPONSE, PayloadLog
 from inferd.protocols import cloudevents
 from inferd.protocols.poster import Poster
+from inferd.protocols.prometheus import registry
 from tests.servers import free_port
 
 ACCEPTED = b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n"
@@ -167,7 +167,7 @@ async def test_events_sent_in_one_turn_arrive_pipelined_in_order_as_cloudevents(
     assert headers["ce-headerlength"] == "7"
     assert headers["ce-time"].endswith("Z")
     assert (
-        REGISTRY.get_sample_value("inferd_payload_log_events_total", {"model": model, "type": "response"})
+        registry().get_sample_value("inferd_payload_log_events_total", {"model": model, "type": "response"})
         == 300
     )
 
@@ -218,7 +218,7 @@ async def test_non_2xx_chunked_and_unframed_answers_are_read_and_counted() -> No
         for index in range(5):
             log.request(model, f"id-{index}", b"{}", "application/json")
         await log.close(deadline=5)
-    assert REGISTRY.get_sample_value("inferd_payload_log_failures_total", {"model": model}) == 5
+    assert registry().get_sample_value("inferd_payload_log_failures_total", {"model": model}) == 5
 
 
 async def test_requests_behind_a_connection_close_answer_are_sent_again() -> None:
@@ -276,11 +276,13 @@ async def test_close_drops_what_the_sink_did_not_answer_within_the_deadline() ->
         async with asyncio.timeout(5):
             await log.close(deadline=0.2)
     assert (
-        REGISTRY.get_sample_value("inferd_payload_log_dropped_total", {"model": model, "reason": "shutdown"})
+        registry().get_sample_value(
+            "inferd_payload_log_dropped_total", {"model": model, "reason": "shutdown"}
+        )
         == 4
     )
     assert (
-        REGISTRY.get_sample_value("inferd_payload_log_events_total", {"model": model, "type": "response"})
+        registry().get_sample_value("inferd_payload_log_events_total", {"model": model, "type": "response"})
         == 2
     )
 

@@ -1,6 +1,7 @@
 """What a serving process imports (issue 26): ``inferd serve --no-grpc`` loads no grpc or protobuf, no
 code of a dialect other than the one it serves, no other command's code, no CLI presentation
-library (rich) and no typer (its command line is read by `inferd.cli.argv`).
+library (rich) and no typer (its command line is read by `inferd.cli.argv`); with gRPC on, inferd's
+own gRPC server loads protobuf for the V2 messages but no grpcio.
 
 Each test runs the real ``inferd serve`` (``python -m inferd``, through runpy) in a subprocess that
 writes its ``sys.modules`` to a file when it exits; it is asked one inference first, so what the
@@ -53,10 +54,16 @@ IRIS_ROW = {
 NUMBERS = {"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1, 2]}]}
 
 
-def modules_of_serving(target: str, model: str, request: dict[str, object], tmp_path: Path) -> set[str]:
-    """The modules ``inferd serve TARGET --no-grpc`` had loaded when it stopped, after one inference."""
+def modules_of_serving(
+    target: str,
+    model: str,
+    request: dict[str, object],
+    tmp_path: Path,
+    options: tuple[str, ...] = ("--no-grpc",),
+) -> set[str]:
+    """The modules ``inferd serve TARGET OPTIONS`` had loaded when it stopped, after one inference."""
     dump = tmp_path / "modules.txt"
-    command = [sys.executable, "-c", LAUNCH, "serve", target, "--port", "0", "--no-grpc"]
+    command = [sys.executable, "-c", LAUNCH, "serve", target, "--port", "0", *options]
     env = with_this_tree({**os.environ, "MODULES_FILE": str(dump)})
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
@@ -78,7 +85,11 @@ def modules_of_serving(target: str, model: str, request: dict[str, object], tmp_
 
 
 def grpc_and_protobuf(modules: set[str]) -> set[str]:
-    return {name for name in modules if name.split(".")[0] == "grpc" or name.startswith("google.protobuf")}
+    return grpcio(modules) | {name for name in modules if name.startswith("google.protobuf")}
+
+
+def grpcio(modules: set[str]) -> set[str]:
+    return {name for name in modules if name.split(".")[0] in ("grpc", "grpc_reflection", "grpc_status")}
 
 
 def other_dialects(modules: set[str], served: str) -> set[str]:
@@ -103,6 +114,9 @@ def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_d
     assert "typer.rich_utils" not in modules  # scikit-learn itself imports rich (sklearn.callback)
     assert OTHER_COMMANDS & modules == set()  # serve's command is built alone
     assert {name for name in modules if name.split(".")[0] == "typer"} == set()  # nor even that
+    # Requests are counted in inferd's own families; prometheus_client (and its exposition's HTTP
+    # server and urllib.request) loads when /metrics is first read, which nobody did here
+    assert {name for name in modules if name.split(".")[0] == "prometheus_client"} == set()
 
 
 def test_a_server_of_a_model_that_imports_no_rich_loads_no_rich(tmp_path: Path) -> None:
@@ -114,3 +128,12 @@ def test_a_server_of_a_model_that_imports_no_rich_loads_no_rich(tmp_path: Path) 
     assert {name for name in modules if name.split(".")[0] == "rich"} == set()
     assert grpc_and_protobuf(modules) == set()
     assert other_dialects(modules, "native") == set()
+
+
+def test_an_iris_server_on_the_native_grpc_server_loads_no_grpcio(tmp_path: Path) -> None:
+    options = ("--grpc-port", "0", "--grpc-server", "inferd")
+    modules = modules_of_serving(str(ROOT / "examples" / "iris"), "iris", IRIS_ROW, tmp_path, options)
+    assert "inferd.server.grpc_native" in modules  # gRPC is served, on inferd's own server
+    assert "inferd.protocols.v2._generated.grpc_predict_v2_pb2" in modules
+    assert grpcio(modules) == set()
+    assert "inferd.protocols.v2._generated.grpc_predict_v2_pb2_grpc" not in modules  # it imports grpc

@@ -7,8 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from prometheus_client import Counter, Histogram
-
+from inferd.core.counters import Counter, Histogram
 from inferd.dialects.cortex.config import Tracker
 
 logger = logging.getLogger("inferd.cortex")

@@ -7,9 +7,8 @@ inference request."""
 
 from __future__ import annotations
 
-from prometheus_client import Histogram
-
 from inferd.core import metrics
+from inferd.core.counters import Histogram
 from inferd.protocols.seldon import methods
 
 NODE_LATENCY = Histogram(

@@ -19,10 +19,13 @@ from prometheus_client import Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
 
+from inferd.core.counters import expose
 from inferd.dialects.seldon.unit import NOT_IMPLEMENTED, NOT_IMPLEMENTED_IMAGE, predictor_version, split_image
 from inferd.protocols import prometheus
 from inferd.protocols.seldon import methods
 from inferd.protocols.seldon.errors import BAD_METRIC, SeldonError
+
+expose()  # inferd's own families come first in the registry, before Seldon's made below
 
 TYPES = ("COUNTER", "GAUGE", "TIMER")
 #: inferd's own kind for the reward sum, not one a user metric can name: a ``<key>_total`` that,

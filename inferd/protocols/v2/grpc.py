@@ -12,7 +12,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import grpc
 import numpy as np
 
 from inferd.core import tracing
@@ -32,10 +31,10 @@ from inferd.core.types import (
     datatype_of,
 )
 from inferd.protocols import cloudevents
+from inferd.protocols.grpc_handlers import unary_handlers, unary_unary
 from inferd.protocols.status import error_message, status_of
 from inferd.protocols.v2 import codecs, grpc_wire
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
-from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 from inferd.protocols.v2.repository import load_request
 
 logger = logging.getLogger("inferd.protocols.v2.grpc")
@@ -70,30 +69,18 @@ Response = TypeVar("Response")
 Handler = Callable[[Any, Request, Context], Awaitable[Response]]
 
 
-def add_to_server(server: grpc.aio.Server, dataplane: DataPlane) -> None:
+def add_to_server(server: Any, dataplane: DataPlane, make: Callable[..., Any] = unary_unary) -> None:
     """Serve ``inference.GRPCInferenceService`` for ``dataplane`` on ``server``, ``ModelInfer``
-    with the (de)serializers of `inferd.protocols.v2.grpc_wire`."""
-    pb_grpc.add_GRPCInferenceServiceServicer_to_server(V2Servicer(dataplane), _WireInfer(server))
-
-
-class _WireInfer:
-    """The server as the generated code sees it while it registers: ``ModelInfer``'s handler gets
-    `grpc_wire`'s request parser and response serializer in place of protobuf's. The generated
-    code registers each method by name and in a generic handler too; grpc serves a method by its
-    named handler first, so the generic one (protobuf's) is not passed on, and no call can reach
-    ``ModelInfer`` as a protobuf message."""
-
-    def __init__(self, server: Any) -> None:
-        self.server = server
-
-    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Any]) -> None:
-        infer = handlers["ModelInfer"]._replace(
-            request_deserializer=grpc_wire.parse_request, response_serializer=grpc_wire.serialize_response
-        )
-        self.server.add_registered_method_handlers(service, {**handlers, "ModelInfer": infer})
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None:
-        """Not passed on: every method of the service is registered by name."""
+    with the (de)serializers of `inferd.protocols.v2.grpc_wire` in place of protobuf's, so no call
+    reaches it as a protobuf message. The handlers come from the service's descriptor
+    (`grpc_handlers.unary_handlers`), made by ``make``: a grpc.aio server needs
+    ``grpc.unary_unary_rpc_method_handler``; inferd's own server takes the default and never loads
+    grpcio. Every method is registered by name, which both servers serve first."""
+    handlers = unary_handlers(pb, SERVICE.strip("/"), V2Servicer(dataplane), make)
+    handlers["ModelInfer"] = handlers["ModelInfer"]._replace(
+        request_deserializer=grpc_wire.parse_request, response_serializer=grpc_wire.serialize_response
+    )
+    server.add_registered_method_handlers(SERVICE.strip("/"), handlers)
 
 
 def _answer_errors(handler: Handler[Request, Response]) -> Handler[Request, Response]:

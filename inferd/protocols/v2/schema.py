@@ -65,14 +65,15 @@ def _expect(condition: bool, where: str, problem: str) -> None:
 
 
 class RepositoryIndexBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # Validators built on the first repository call, not at every start (most servers get none).
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     repository_name: str | None = None
     ready: bool = False
 
 
 class RepositoryLoadBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     parameters: dict[str, Any] = Field(default_factory=dict)
 

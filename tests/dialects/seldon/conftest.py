@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from prometheus_client import REGISTRY
 from starlette.applications import Starlette
 
 from inferd.config.settings import Settings
@@ -19,6 +18,7 @@ from inferd.core.registry import ModelRegistry
 from inferd.core.settings import view
 from inferd.core.types import ServerMetadata
 from inferd.dialects import get_dialect
+from inferd.protocols.prometheus import registry
 from inferd.server.app import Runtime, create_app
 from tests.servers import client_of, serve, served
 
@@ -83,7 +83,7 @@ def unloadable() -> Model:
 def requests_total(model: str, protocol: str, outcome: str) -> float:
     """``inferd_requests_total`` as this process counted it (an app served in a thread)."""
     labels = {"model": model, "protocol": protocol, "outcome": outcome}
-    return REGISTRY.get_sample_value("inferd_requests_total", labels) or 0.0
+    return registry().get_sample_value("inferd_requests_total", labels) or 0.0
 
 
 def served_requests_total(url: str, model: str, protocol: str, outcome: str) -> float:
