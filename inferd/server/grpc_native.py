@@ -4,12 +4,17 @@ per-call machinery (bench/grpc_floor.py: about 220 us a call, the ceiling of inf
 
 A call is one HTTP/2 stream (`ServerCall`): its header block names the method (``:path``), its
 metadata and deadline (``grpc-timeout``); its DATA carries 5-byte-prefixed messages, held to the
-receive limit from each prefix (RESOURCE_EXHAUSTED before the message is read). The handler comes
+receive limit from each prefix (RESOURCE_EXHAUSTED before the message is read), each copied once from
+the socket's reads into a buffer of its declared length (`MessageReader`): a 16 MiB tensor arrives
+in one buffer, which the handler reads in place (``ModelInfer``'s raw tensors are views of it). A
+request that ends within a message is INTERNAL. The handler comes
 from a `MethodTable` that generated ``add_XServicer_to_server`` filled, through the interceptors
 (bearer tokens, spans) when there are any; its behaviour gets the request and a `NativeContext`. The
 answer is HEADERS, DATA and trailers (``grpc-status``, ``grpc-message`` percent-encoded), or
 trailers alone for an error; all of it is written at the end of the loop's iteration with the
-connection's other frames (`Corker`).
+connection's other frames (`Corker`). A response that gives its serialization in pieces
+(`InPieces`: ``ModelInfer``'s, whose raw outputs are the arrays' own memory) is sent from them, the
+large ones by reference: nothing of a tensor is copied on the way out.
 
 Graceful stop: listeners close, every connection gets GOAWAY naming its last stream, in-flight calls
 finish within the grace period and are cancelled after it. Workers share the port with SO_REUSEPORT
@@ -29,7 +34,7 @@ from typing import Any
 
 from inferd.protocols.grpc_status import status_code
 from inferd.protocols.h2.connection import NO_ERROR, Corker, Inbound, ServerConnection
-from inferd.protocols.h2.grpc_wire import MessageSizes, grpc_message, prefixed, timeout_seconds
+from inferd.protocols.h2.grpc_wire import MessageReader, framed, grpc_message, timeout_seconds
 from inferd.protocols.h2.hpack_out import Header, encode_block
 from inferd.server.grpc_context import Aborted, Code, Metadata, NativeContext
 from inferd.server.grpc_methods import CallDetails, Handler, Interceptor, MethodTable
@@ -173,14 +178,13 @@ class ServerCall:
 
     __slots__ = (
         "answered",
-        "body",
         "connection",
         "context",
         "handler",
         "inbound",
         "method",
+        "reader",
         "request_ended",
-        "sizes",
         "stream",
         "task",
         "timer",
@@ -200,8 +204,7 @@ class ServerCall:
         deadline = None if timeout is None else time.monotonic() + timeout
         self.context = NativeContext(headers, deadline, connection.peer)
         self.inbound = Inbound(connection, stream)
-        self.sizes = MessageSizes(server.receive_limit)
-        self.body: list[bytes] = []
+        self.reader = MessageReader(server.receive_limit)
         self.handler: Handler | None = None
         self.task: asyncio.Task[None] | None = None
         #: A request-streaming handler, or the interceptors, waiting for more of the request.
@@ -228,11 +231,11 @@ class ServerCall:
         if end or handler.request_streaming:
             self.task = self.connection.corker.loop.create_task(self.run(handler))
 
-    def request_data(self, data: bytes, flow: int, end: bool) -> None:
+    def request_data(self, data: memoryview, flow: int, end: bool) -> None:
         if end:
             self.request_ended = self.inbound.ended = True
         self.inbound.credit(flow)  # held here, within the receive limit: the client may send on
-        too_large = self.sizes.feed(data)
+        too_large = self.reader.feed(data)
         if too_large is not None:
             limit = self.connection.server.receive_limit
             self.fail(
@@ -240,10 +243,9 @@ class ServerCall:
                 f"Received message larger than max ({too_large} vs. {limit})",
             )
             return
-        self.body.append(data)
         if end:
             self.request_over()
-        else:
+        elif self.reader.messages:
             self.wake()
 
     def request_over(self) -> None:
@@ -264,37 +266,32 @@ class ServerCall:
         await self.waiter
         self.waiter = None
 
-    def whole_message(self) -> bytes | memoryview:
+    def whole_message(self) -> memoryview:
         """The one message of a unary request."""
-        body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
-        self.body = []
-        if len(body) < 5 or int.from_bytes(body[1:5], "big") != len(body) - 5:
+        reader = self.reader
+        if reader.partial:
+            raise Aborted(status_code("INTERNAL"), "the request ended within a message")
+        if len(reader.messages) != 1:
             raise Aborted(status_code("INTERNAL"), "a unary request carries exactly one message")
-        if body[0]:
+        compressed, message = reader.messages.popleft()
+        if compressed:
             raise Aborted(status_code("UNIMPLEMENTED"), "compressed messages are not supported")
-        return memoryview(body)[5:]
+        return memoryview(message)
 
     async def messages(self) -> AsyncIterator[bytes]:
         """A streaming request's messages, as they arrive."""
-        pending = b""
+        reader = self.reader
         while True:
-            if self.body:
-                pending += b"".join(self.body)
-                self.body = []
-            while len(pending) >= 5:
-                length = int.from_bytes(pending[1:5], "big")
-                if len(pending) < 5 + length:
-                    break
-                if pending[0]:
+            while reader.messages:
+                compressed, message = reader.messages.popleft()
+                if compressed:
                     raise Aborted(status_code("UNIMPLEMENTED"), "compressed messages are not supported")
-                yield pending[5 : 5 + length]
-                pending = pending[5 + length :]
-            if self.request_ended and not self.body:
-                if pending:
+                yield bytes(message)
+            if self.request_ended:
+                if reader.partial:
                     raise Aborted(status_code("INTERNAL"), "the request ended within a message")
                 return
-            if not self.body:
-                await self.more()
+            await self.more()
 
     # The handler
     async def intercepted(self) -> None:
@@ -350,15 +347,20 @@ class ServerCall:
             self.answered = True
 
     def send(self, response: Any, handler: Handler) -> None:
-        serialize = handler.response_serializer
-        message: bytes = response if serialize is None else serialize(response)
+        pieces = getattr(response, "wire_pieces", None)  # `InPieces`: its serializer would join them
+        if pieces is None:
+            serialize = handler.response_serializer
+            length, payloads = framed((response if serialize is None else serialize(response),))
+        else:
+            length, payloads = framed(pieces())
         limit = self.connection.server.send_limit
-        if len(message) > limit:
-            too_large = f"Sent message larger than max ({len(message)} vs. {limit})"
+        if length > limit:
+            too_large = f"Sent message larger than max ({length} vs. {limit})"
             raise Aborted(status_code("RESOURCE_EXHAUSTED"), too_large)
         outbound = self.connection.outbound.get(self.stream)
         if outbound is not None:
-            self.connection.send_data(outbound, prefixed(message), False, None, 0)
+            for payload in payloads:
+                self.connection.send_data(outbound, payload, False, None, 0)
 
     def finish_answer(self) -> None:
         trailers = self.context.trailers

@@ -61,10 +61,11 @@ def test_a_large_message_without_a_token_is_refused_unread(server: RunningServer
         refused = _infer(server, size, metadata)
         assert refused.code() == grpc.StatusCode.UNAUTHENTICATED, refused.details()
     assert server.peak_memory() - before < SMALL
-    # With the token the same message is read, and reaches the shape check (1 FP32 is 4 bytes).
+    # With the token the same message is read, and reaches the shape check (1 FP32 is 4 bytes): one
+    # copy of it is held (the native server's only one; a few pages of it may reuse freed memory).
     read = _infer(server, size, TOKEN)
     assert read.code() == grpc.StatusCode.INVALID_ARGUMENT, read.details()
-    assert server.peak_memory() - before > size
+    assert server.peak_memory() - before > size * 9 // 10
 
 
 def test_the_grpc_limit_is_the_body_limit_unless_set() -> None:

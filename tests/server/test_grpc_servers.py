@@ -15,12 +15,23 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+import hpack
 import numpy as np
 import pytest
 import tritonclient.grpc as triton
 from tritonclient.utils import InferenceServerException
 
-from inferd.protocols.h2.connection import END_HEADERS, END_STREAM, GOAWAY, HEADERS, PREFACE, frame
+from inferd.protocols.h2.connection import (
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    GOAWAY,
+    HEADERS,
+    PREFACE,
+    RST_STREAM,
+    SETTINGS,
+    frame,
+)
 from inferd.protocols.h2.grpc_wire import prefixed, timeout_seconds
 from inferd.protocols.h2.hpack_out import encode_block
 from inferd.server.grpc_context import metadata_of
@@ -184,6 +195,58 @@ def _exchange(port: int, data: bytes, until: int) -> bytes:
         while until not in frame_types(received) and (chunk := sock.recv(65536)):
             received += chunk
     return received
+
+
+def _raw_status(port: int, body: bytes) -> tuple[str, str]:
+    """``body`` sent as the DATA of one `ECHO` call, frame by frame; the answer's grpc-status and
+    grpc-message."""
+    block = encode_block(
+        (
+            (b":method", b"POST"),
+            (b":scheme", b"http"),
+            (b":path", ECHO.encode()),
+            (b":authority", b"x"),
+            (b"content-type", b"application/grpc"),
+            (b"te", b"trailers"),
+        )
+    )
+    sent = PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, block)
+    sent += frame(DATA, END_STREAM, 1, body)
+    decoder, fields, received = hpack.Decoder(), {}, b""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(sent)
+        while b"grpc-status" not in fields and (chunk := sock.recv(65536)):
+            received += chunk
+            while len(received) >= 9 and len(received) >= 9 + int.from_bytes(received[:3], "big"):
+                length = int.from_bytes(received[:3], "big")
+                kind, payload, received = received[3], received[9 : 9 + length], received[9 + length :]
+                if kind == HEADERS:
+                    fields.update(dict(decoder.decode(payload, raw=True)))
+                assert kind not in (GOAWAY, RST_STREAM) or b"grpc-status" in fields
+    return fields[b"grpc-status"].decode(), fields.get(b"grpc-message", b"").decode()
+
+
+def test_a_length_declared_over_the_limit_is_refused_from_the_prefix(server: Running) -> None:
+    """RESOURCE_EXHAUSTED from the 5-byte prefix alone (nothing is allocated for the message); the
+    server serves on."""
+    status, message = _raw_status(server.port, b"\x00" + (LIMIT + 1).to_bytes(4, "big") + b"abc")
+    assert status == str(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]) and str(LIMIT) in message
+    with grpc.insecure_channel(server.address) as channel:
+        assert channel.unary_unary(ECHO)(b"still here", timeout=5) == b"ereh llits"
+
+
+def test_native_a_request_ending_within_a_message_is_internal() -> None:
+    """A length within the limit is not trusted either: a request that ends before that many bytes
+    arrived, or in the middle of a second message, is INTERNAL (grpcio never answers the first and
+    ignores the second); a whole one still works."""
+    with running("inferd") as served:
+        for body in (prefixed(b"x" * 100)[:-1], prefixed(b"y" * 100) + b"\x00\x00"):
+            assert _raw_status(served.port, body) == (
+                str(grpc.StatusCode.INTERNAL.value[0]),
+                "the request ended within a message",
+            )
+        assert _raw_status(served.port, prefixed(b"whole")) == ("0", "")
+        assert not served.server.calls
 
 
 def test_native_broken_http2_is_goaway_and_not_grpc_is_415() -> None:

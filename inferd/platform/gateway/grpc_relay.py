@@ -125,12 +125,12 @@ class UpstreamConnection(H2Connection):
         if sink is not None:
             sink.response_headers(headers, end)
 
-    def on_data(self, stream: int, data: bytes, flow: int, end: bool) -> None:
+    def on_data(self, stream: int, data: memoryview, flow: int, end: bool) -> None:
         sink = self.calls.get(stream)
         if sink is None:
             self.credit(flow)
         else:
-            sink.response_data(data, flow, end)
+            sink.response_data(bytes(data), flow, end)  # queued: a copy, not the read it is part of
 
     def on_reset(self, stream: int, code: int) -> None:
         sink = self.calls.pop(stream, None)
@@ -288,7 +288,8 @@ class Call:
         for data, ended, flow in early:
             self.forward(data, ended, flow)
 
-    def request_data(self, data: bytes, flow: int, end: bool) -> None:
+    def request_data(self, view: memoryview, flow: int, end: bool) -> None:
+        data = bytes(view)  # queued: a copy, not the read it is part of
         too_large = self.sizes.feed(data)
         if too_large is not None:
             self.in_client.credit(flow)

@@ -13,6 +13,11 @@ so a slow reader on one side slows the writer on the other instead of filling me
 
 Writes made while one batch of events is handled are joined and sent once at the end of the event
 loop's iteration (`Corker`): a relayed call costs one system call per connection, not one per frame.
+
+Large payloads are not copied on either side: frames are read in place from the bytes the socket
+gave (a DATA payload reaches `on_data` as a view of them; only a frame split between two reads is
+put together first), and a DATA payload of `BY_REFERENCE` bytes or more is handed to the transport
+as it is, beside its frame header, not joined with the other writes (`write_data`, `flush`).
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ MAX_HEADER_LIST = 64 * 1024
 LAST_STREAM_ID = (1 << 31) - 1
 #: Header blocks kept decoded per connection (`H2Connection.decode`).
 DECODED_BLOCKS = 64
+#: DATA payloads this long or longer are written by reference (`H2Connection.write_data`), not copied.
+BY_REFERENCE = 4096
+
+Payload = bytes | memoryview
 
 
 class ProtocolViolation(Exception):
@@ -58,9 +67,12 @@ class ProtocolViolation(Exception):
         self.code = code
 
 
-def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    length = len(payload)
-    return pack(">BHBBL", length >> 16, length & 0xFFFF, kind, flags, stream) + payload
+def frame(kind: int, flags: int, stream: int, payload: Payload = b"") -> bytes:
+    return frame_header(kind, flags, stream, len(payload)) + payload
+
+
+def frame_header(kind: int, flags: int, stream: int, length: int) -> bytes:
+    return pack(">BHBBL", length >> 16, length & 0xFFFF, kind, flags, stream)
 
 
 class Corker:
@@ -106,7 +118,7 @@ class Inbound:
 
 #: A queued item: a DATA payload (or a header block: ``flow`` -1), whether it ends the stream, and
 #: whom to credit with ``flow`` bytes once it is written.
-Item = tuple[bytes, bool, Inbound | None, int]
+Item = tuple[Payload, bool, Inbound | None, int]
 
 
 class Outbound:
@@ -129,7 +141,9 @@ class H2Connection(asyncio.Protocol):
         self.corker = corker
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
-        self.out: list[bytes] = []
+        self.out: list[Payload] = []
+        #: Whether `out` holds a payload written by reference (`write_data`).
+        self.by_reference = False
         self.decoder = hpack.Decoder(max_header_list_size=MAX_HEADER_LIST)
         self.decoded: dict[bytes, list[Header]] = {}
         self.peer_window = DEFAULT_WINDOW
@@ -162,37 +176,77 @@ class H2Connection(asyncio.Protocol):
         )
 
     def data_received(self, data: bytes) -> None:
-        buffer = self.buffer
-        buffer += data
-        if self.preface:
-            if len(buffer) < len(PREFACE):
-                if not PREFACE.startswith(buffer):
-                    self.abort()
-                return
-            if not buffer.startswith(PREFACE):
-                self.abort()
-                return
-            del buffer[: len(PREFACE)]
-            self.preface = False
-        position, end = 0, len(buffer)
+        received = memoryview(data)
         try:
-            while end - position >= 9 and not self.closed:
-                high, low, kind, flags, stream = unpack_from(">BHBBL", buffer, position)
-                length = high << 16 | low
-                if length > MAX_FRAME:
-                    raise ProtocolViolation(FRAME_SIZE_ERROR)
-                if end - position - 9 < length:
-                    break
-                payload = bytes(buffer[position + 9 : position + 9 + length])
-                position += 9 + length
-                self.frame_received(kind, flags, stream & LAST_STREAM_ID, payload)
+            view = self.read_preface(received) if self.preface else received
+            if view is not None and self.buffer:
+                view = self.complete_frame(view)
+            if view is None:
+                return
+            position = self.read_frames(view)
         except ProtocolViolation as violation:
             self.go_away(violation.code)
             return
         except struct.error:  # a frame shorter than its type's fields
             self.go_away(FRAME_SIZE_ERROR)
             return
-        del buffer[:position]
+        if position < len(view) and not self.closed:
+            self.buffer += view[position:]
+
+    def read_preface(self, view: memoryview) -> memoryview | None:
+        """What follows the client's preface in ``view``; None: the preface is not complete yet (or
+        is wrong: the connection is aborted)."""
+        buffer = self.buffer
+        needed = len(PREFACE) - len(buffer)
+        buffer += view[:needed]
+        if not PREFACE.startswith(buffer):
+            self.abort()
+            return None
+        if len(buffer) < len(PREFACE):
+            return None
+        buffer.clear()
+        self.preface = False
+        return view[needed:]
+
+    def complete_frame(self, view: memoryview) -> memoryview | None:
+        """Complete the frame begun in `buffer` from ``view`` and read it; what follows it in
+        ``view``, or None while the frame is still incomplete."""
+        buffer = self.buffer
+        if len(buffer) < 9:
+            needed = 9 - len(buffer)
+            buffer += view[:needed]
+            view = view[needed:]
+            if len(buffer) < 9:
+                return None
+        length = int.from_bytes(buffer[:3], "big")
+        if length > MAX_FRAME:
+            raise ProtocolViolation(FRAME_SIZE_ERROR)
+        needed = 9 + length - len(buffer)
+        buffer += view[:needed]
+        if len(buffer) < 9 + length:
+            return None
+        whole = bytes(buffer)
+        buffer.clear()
+        self.read_frames(memoryview(whole))
+        return view[needed:]
+
+    def read_frames(self, view: memoryview) -> int:
+        """Read the whole frames at the start of ``view``; how many bytes they took. A DATA payload
+        is passed on as a view of ``view`` (its receiver copies what it keeps), others as bytes."""
+        position, end = 0, len(view)
+        while end - position >= 9 and not self.closed:
+            high, low, kind, flags, stream = unpack_from(">BHBBL", view, position)
+            length = high << 16 | low
+            if length > MAX_FRAME:
+                raise ProtocolViolation(FRAME_SIZE_ERROR)
+            if end - position - 9 < length:
+                break
+            start, position = position + 9, position + 9 + length
+            if kind == DATA:
+                self.data_frame(flags, stream & LAST_STREAM_ID, view[start:position])
+            else:
+                self.frame_received(kind, flags, stream & LAST_STREAM_ID, bytes(view[start:position]))
+        return position
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -200,16 +254,19 @@ class H2Connection(asyncio.Protocol):
         self.on_lost()
 
     # Frames in
+    def data_frame(self, flags: int, stream: int, payload: memoryview) -> None:
+        if self.continuing is not None:
+            raise ProtocolViolation(PROTOCOL_ERROR)
+        flow = len(payload)
+        self.receive_window -= flow
+        if self.receive_window < 0:
+            raise ProtocolViolation(FLOW_CONTROL_ERROR)
+        self.on_data(stream, unpadded(payload, flags), flow, bool(flags & END_STREAM))
+
     def frame_received(self, kind: int, flags: int, stream: int, payload: bytes) -> None:
         if self.continuing is not None and kind != CONTINUATION:
             raise ProtocolViolation(PROTOCOL_ERROR)
-        if kind == DATA:
-            flow = len(payload)
-            self.receive_window -= flow
-            if self.receive_window < 0:
-                raise ProtocolViolation(FLOW_CONTROL_ERROR)
-            self.on_data(stream, unpadded(payload, flags), flow, bool(flags & END_STREAM))
-        elif kind == HEADERS:
+        if kind == HEADERS:
             block = unpadded(payload, flags)
             if flags & PRIORITY_FLAG:
                 block = block[5:]
@@ -336,10 +393,11 @@ class H2Connection(asyncio.Protocol):
             self.write(frame(CONTINUATION, END_HEADERS if last else 0, stream, block[start : start + size]))
 
     def send_data(
-        self, outbound: Outbound, data: bytes, end: bool, source: Inbound | None, flow: int
+        self, outbound: Outbound, data: Payload, end: bool, source: Inbound | None, flow: int
     ) -> None:
         """Send ``data`` on ``outbound``'s stream as the windows allow; ``source`` is credited with
-        ``flow`` bytes once all of it is written."""
+        ``flow`` bytes once all of it is written. A large ``data`` is sent from its own memory,
+        which must not change until it is written."""
         size = len(data)
         if (
             not outbound.pending
@@ -349,7 +407,7 @@ class H2Connection(asyncio.Protocol):
         ):
             outbound.window -= size
             self.send_window -= size
-            self.write(frame(DATA, END_STREAM if end else 0, outbound.stream, data))
+            self.write_data(outbound.stream, END_STREAM if end else 0, data)
             if source is not None:
                 source.credit(flow)
             if end:
@@ -365,7 +423,7 @@ class H2Connection(asyncio.Protocol):
             data, end, source, flow = pending[0]
             if flow < 0:
                 pending.popleft()
-                self.write_headers(stream, data, end)
+                self.write_headers(stream, bytes(data), end)
             else:
                 allowed = min(outbound.window, self.send_window, self.peer_max_frame)
                 size = len(data)
@@ -373,13 +431,14 @@ class H2Connection(asyncio.Protocol):
                     if allowed <= 0:
                         self.blocked[stream] = outbound
                         return
-                    self.write(frame(DATA, 0, stream, data[:allowed]))
+                    view = memoryview(data)  # the rest waits as a view, not a copy
+                    self.write_data(stream, 0, view[:allowed])
                     outbound.window -= allowed
                     self.send_window -= allowed
-                    pending[0] = (data[allowed:], end, source, flow)
+                    pending[0] = (view[allowed:], end, source, flow)
                     continue
                 pending.popleft()
-                self.write(frame(DATA, END_STREAM if end else 0, stream, data))
+                self.write_data(stream, END_STREAM if end else 0, data)
                 outbound.window -= size
                 self.send_window -= size
                 if source is not None:
@@ -416,10 +475,27 @@ class H2Connection(asyncio.Protocol):
             self.corker.add(self)
         self.out.append(data)
 
+    def write_data(self, stream: int, flags: int, data: Payload) -> None:
+        """A DATA frame; a payload of `BY_REFERENCE` bytes or more is written by reference."""
+        if len(data) < BY_REFERENCE:
+            self.write(frame(DATA, flags, stream, data))
+            return
+        self.write(frame_header(DATA, flags, stream, len(data)))
+        if not self.closed:
+            self.out.append(data)
+            self.by_reference = True
+
     def flush(self) -> None:
+        """Send what was written: joined into one write, or (when payloads were written by
+        reference) handed over as a list, which uvloop writes with one ``writev`` and keeps by
+        reference while the socket is full (asyncio's own loop joins it)."""
         out, self.out = self.out, []
+        by_reference, self.by_reference = self.by_reference, False
         if out and self.transport is not None and not self.closed:
-            self.transport.write(b"".join(out))
+            if by_reference:
+                self.transport.writelines(out)
+            else:
+                self.transport.write(b"".join(out))
 
     def go_away(self, code: int, last_stream: int = 0) -> None:
         """Tell the peer the connection ends (``code``), and close it."""
@@ -442,7 +518,8 @@ class H2Connection(asyncio.Protocol):
     def on_headers(self, stream: int, headers: list[Header], end: bool) -> None:
         raise NotImplementedError
 
-    def on_data(self, stream: int, data: bytes, flow: int, end: bool) -> None:
+    def on_data(self, stream: int, data: memoryview, flow: int, end: bool) -> None:
+        """``data``: a view of the bytes read (copy what is kept: it holds all of them alive)."""
         raise NotImplementedError
 
     def on_reset(self, stream: int, code: int) -> None:
@@ -458,11 +535,12 @@ class H2Connection(asyncio.Protocol):
 class StreamCall(Protocol):
     """What a server's call does with its stream's DATA and its reset."""
 
-    def request_data(self, data: bytes, flow: int, end: bool) -> None: ...
+    def request_data(self, data: memoryview, flow: int, end: bool) -> None: ...
     def cancel(self) -> None: ...
 
 
 C = TypeVar("C", bound=StreamCall)
+P = TypeVar("P", bytes, memoryview)
 
 
 class ServerConnection(H2Connection, Generic[C]):
@@ -488,7 +566,7 @@ class ServerConnection(H2Connection, Generic[C]):
             return False
         return True
 
-    def on_data(self, stream: int, data: bytes, flow: int, end: bool) -> None:
+    def on_data(self, stream: int, data: memoryview, flow: int, end: bool) -> None:
         call = self.calls.get(stream)
         if call is None:
             self.credit(flow)  # a stream already answered or reset
@@ -520,7 +598,7 @@ class ServerConnection(H2Connection, Generic[C]):
             self.close()
 
 
-def unpadded(payload: bytes, flags: int) -> bytes:
+def unpadded(payload: P, flags: int) -> P:
     if not flags & PADDED:
         return payload
     if not payload or payload[0] >= len(payload):

@@ -7,7 +7,8 @@ copies of every tensor, all alive at once. Here the request's bytes, as grpc han
 walked field by field: ``raw_input_contents`` (field 7) become views of those bytes, and only the
 other fields (names, shapes, parameters: small) go through protobuf. A response is its message
 without ``raw_output_contents``, serialized by protobuf, followed by each output's field 6 written
-by hand around the array's own memory, so the tensor is copied once, into the bytes grpc sends.
+by hand around the array's own memory, so the tensor is copied once, into the bytes grpcio sends;
+inferd's own server sends those pieces as they are (`InferAnswer.wire_pieces`), copying nothing.
 Protobuf allows a message's fields in any order, and repeated fields concatenate, so either form is
 the same message to any reader.
 """
@@ -32,7 +33,7 @@ class InferCall:
 
     message: pb.ModelInferRequest
     raw: Sequence[memoryview]
-    wire: bytes
+    wire: bytes | memoryview
 
     @property
     def model_name(self) -> str:
@@ -43,10 +44,11 @@ class InferCall:
         return str(self.message.id)
 
     def SerializeToString(self) -> bytes:
-        return self.wire
+        """The request's bytes (for the payload log: a copy where ``wire`` is a view)."""
+        return self.wire if isinstance(self.wire, bytes) else bytes(self.wire)
 
 
-def parse_request(wire: bytes) -> InferCall:
+def parse_request(wire: bytes | memoryview) -> InferCall:
     """``wire`` as an `InferCall`. Bytes that are no message are left to protobuf to refuse (its
     DecodeError, as before): the walk only stops at what it cannot read."""
     try:
@@ -67,13 +69,18 @@ class InferAnswer:
     def SerializeToString(self) -> bytes:
         return serialize_response(self)
 
+    def wire_pieces(self) -> list[bytes | memoryview]:
+        """The response's bytes in pieces: its message's, then each raw output as field 6 around
+        its own memory (the output arrays, uncopied)."""
+        parts: list[bytes | memoryview] = [self.message.SerializeToString()]
+        for blob in self.raw:
+            parts += [_RAW_OUTPUT_TAG, _varint(memoryview(blob).nbytes), blob]
+        return parts
+
 
 def serialize_response(answer: InferAnswer) -> bytes:
-    """The response's bytes: its message's, then each raw output as field 6 around its own memory."""
-    parts: list[bytes | memoryview] = [answer.message.SerializeToString()]
-    for blob in answer.raw:
-        parts += [_RAW_OUTPUT_TAG, _varint(memoryview(blob).nbytes), blob]
-    return b"".join(parts)
+    """The response's bytes (`InferAnswer.wire_pieces`, joined: grpcio sends bytes)."""
+    return b"".join(answer.wire_pieces())
 
 
 def _split(view: memoryview, field: int) -> tuple[list[memoryview], list[memoryview]]:
