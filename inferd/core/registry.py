@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from inferd.core import eager
 from inferd.core.control import SharedControl
 from inferd.core.errors import InferdError, ModelLoadError, ModelNotFound, ModelNotReady, TargetError
-from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS
+from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS, count
 from inferd.core.model import Model, resolve
 from inferd.core.names import name_problem
 from inferd.core.repository import ModelFactory, ModelSource, Scan, ServedModel
@@ -224,6 +225,15 @@ class ModelRegistry:
                 entry.held = True
                 await self._unload(entry)
 
+    def touch(self, name: str, version: str | None = None) -> bool:
+        """Mark ``name`` (at ``version``) as just used if it is loaded and ready; False: a call must
+        `ensure_loaded` it first. A call of a loaded model takes this way, awaiting nothing."""
+        entry = self.entry(name, version)
+        if not entry.ready:
+            return False
+        self._slots.touch(entry)
+        return True
+
     async def ensure_loaded(self, name: str, version: str | None = None) -> ModelEntry:
         """The entry of ``name``, loaded for a call now if it was not, and marked as just used. A
         model unloaded on request stays unloaded. Loads of distinct models run side by side, each in
@@ -244,9 +254,12 @@ class ModelRegistry:
             entry = self.entry(name, version)
             if entry.state is ModelState.READY or entry.held:
                 return entry
+            loading = entry.loading or self._start_load(entry, for_calls=True)
+            if loading is None:  # loaded (or failed, raising) at once
+                continue
             entry.waiting += 1
             try:
-                await asyncio.shield(entry.loading or self._start_load(entry, for_calls=True))
+                await asyncio.shield(loading)
             except BaseException:
                 entry.waiting -= 1
                 if not entry.waiting and not entry.inflight:  # it may be unloaded for room now
@@ -254,12 +267,15 @@ class ModelRegistry:
                 raise
             entry.waiting -= 1  # the call enters the model before anything else runs
 
-    def _start_load(self, entry: ModelEntry, *, for_calls: bool) -> asyncio.Task[None]:
-        """A task loading ``entry``, which the calls waiting for it share: a call that is cancelled
-        (its client left) does not cancel it for the others. ``for_calls``: not when it was
-        unloaded on request or replaced (new files) while waiting for room."""
-        loading = entry.loading = asyncio.get_running_loop().create_task(self._load_in_slot(entry, for_calls))
-        loading.add_done_callback(_retrieve)
+    def _start_load(self, entry: ModelEntry, *, for_calls: bool) -> asyncio.Task[None] | None:
+        """Load ``entry`` now (`inferd.core.eager`), and if the load has to wait, the task carrying
+        it on, which the calls waiting for it share: a call that is cancelled (its client left) does
+        not cancel it for the others. None: it ended at once (its failure raised here).
+        ``for_calls``: not when it was unloaded on request or replaced (new files) while waiting
+        for room."""
+        loading = entry.loading = eager.start(self._load_in_slot(entry, for_calls))
+        if loading is not None:
+            loading.add_done_callback(_retrieve)
         return loading
 
     async def _load_in_slot(self, entry: ModelEntry, for_calls: bool) -> None:
@@ -319,7 +335,9 @@ class ModelRegistry:
         if entry.loading is not None:
             await asyncio.shield(entry.loading)
         if entry.state is not ModelState.READY:
-            await asyncio.shield(self._start_load(entry, for_calls=False))
+            loading = self._start_load(entry, for_calls=False)
+            if loading is not None:
+                await asyncio.shield(loading)
 
     async def _load_now(self, entry: ModelEntry) -> None:
         entry.state, entry.reason = ModelState.LOADING, ""
@@ -331,7 +349,7 @@ class ModelRegistry:
             metadata = model.metadata()
         except Exception as exc:
             logger.exception("loading model %s failed", _label(entry))
-            MODEL_LOADS.labels(entry.name, "error").inc()
+            count(MODEL_LOADS, entry.name, "error")
             entry.state, entry.reason = ModelState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"
             problem = f"model '{entry.name}' failed to load{_from(entry)}: {entry.reason}"
             raise ModelLoadError(problem) from exc
@@ -341,7 +359,7 @@ class ModelRegistry:
             entry.slow_loads = 0
         elif entry.slow_loads is not None:
             entry.slow_loads = entry.slow_loads + 1 if entry.slow_loads + 1 < SLOW_LOADS else None
-        MODEL_LOADS.labels(entry.name, "ok").inc()
+        count(MODEL_LOADS, entry.name, "ok")
         logger.info("model %s loaded in %.2f s", _label(entry), seconds)
 
     @staticmethod
@@ -378,7 +396,7 @@ class ModelRegistry:
         finally:
             entry.state, entry.reason = ModelState.UNAVAILABLE, UNLOADED
             self._slots.give_back(entry)
-            MODEL_UNLOADS.labels(entry.name).inc()
+            count(MODEL_UNLOADS, entry.name)
             logger.info("model %s unloaded", _label(entry))
 
     async def _drain(self, entry: ModelEntry) -> None:
