@@ -240,7 +240,9 @@ class ModelRegistry:
         a slot of ``max_loaded`` it takes as it starts (`inferd.core.slots`), while loaded models
         keep answering; the calls of a model being loaded share its load (they go on once it is
         loaded, or fail with its error), and a model with calls inside it or waiting for it is
-        never unloaded to make room, so no call finds its model unloaded again before using it."""
+        never unloaded to make room, so no call finds its model unloaded again before using it.
+        A model that loads quickly on the loop, with room for it made at once, is loaded within
+        the call's own turn of the loop (`inferd.core.eager`): no task, nothing to wait for."""
         entry = self.entry(name, version)
         if not entry.ready:
             entry = await self._wait_loaded(name, version)
