@@ -293,20 +293,6 @@ async def test_a_quick_model_keeps_loading_on_the_loop_through_one_slow_load(
     assert where == ["thread", "loop", "loop", "loop", "thread", "loop"]
 
 
-async def test_a_quick_model_with_room_made_at_once_loads_within_its_calls_turn() -> None:
-    registry = ModelRegistry(Folder(slow_to_load("quick"), served("other", 2)), max_loaded=1)
-    dataplane = plane(registry)
-    await registry.refresh()
-    assert await answer(dataplane, "quick") == 10  # its first load, in a thread
-    assert await answer(dataplane, "other") == 2  # unloads quick
-    call = answer(dataplane, "quick")  # other is idle: unloaded for room, then quick loads on the loop
-    with pytest.raises(StopIteration) as answered:
-        call.send(None)  # one step: the call never waited for a task or a turn of the loop
-    assert answered.value.value == 10
-    assert SlowToLoad.loads == [("quick", "thread"), ("quick", "loop")]
-    assert registry.entry("other").state is ModelState.UNAVAILABLE
-
-
 async def test_eviction_waits_for_the_calls_inside_the_model() -> None:
     registry = ModelRegistry(Folder(served("slow", 1, delay=0.3), served("other", 2)), max_loaded=1)
     dataplane = plane(registry)
