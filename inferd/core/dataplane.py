@@ -143,8 +143,9 @@ class DataPlane:
     async def infer(
         self, name: str, version: str | None, request: InferenceRequest, protocol: str
     ) -> InferenceResponse:
-        if self.registry.max_loaded is not None:  # models load when called, within a limit
-            await self.registry.ensure_loaded(name, version)
+        registry = self.registry
+        if registry.max_loaded is not None and not registry.touch(name, version):
+            await registry.ensure_loaded(name, version)  # models load when called, within a limit
         with self.call(name, protocol, Model, version) as call:
             model, metadata = call.model, call.metadata
             _check_inputs(metadata, request)

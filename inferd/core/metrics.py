@@ -107,6 +107,19 @@ def series(model: str, protocol: str) -> Series:
     return found
 
 
+_counted: dict[tuple[Counter, tuple[str, ...]], Any] = {}
+
+
+def count(counter: Counter, *labels: str) -> None:
+    """``counter.labels(*labels).inc()``, the labelled child's value looked up once (as `Series`
+    does): a multiplexed model (``--max-loaded-models``) is loaded and unloaded on its calls' path,
+    where the lookup cost as much as the rest of that bookkeeping."""
+    value = _counted.get((counter, labels))
+    if value is None:
+        value = _counted[counter, labels] = counter.labels(*labels)._value
+    value.inc(1)
+
+
 PAYLOAD_EVENTS = Counter(
     "inferd_payload_log_events_total",
     "Payload log events (CloudEvents) the sink accepted, by model and type (request, response).",

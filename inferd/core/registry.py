@@ -19,7 +19,7 @@ from typing import Any
 
 from inferd.core.control import SharedControl
 from inferd.core.errors import InferdError, ModelLoadError, ModelNotFound, ModelNotReady, TargetError
-from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS
+from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS, count
 from inferd.core.model import Model, resolve
 from inferd.core.names import name_problem
 from inferd.core.repository import ModelFactory, ModelSource, Scan, ServedModel
@@ -224,6 +224,15 @@ class ModelRegistry:
                 entry.held = True
                 await self._unload(entry)
 
+    def touch(self, name: str, version: str | None = None) -> bool:
+        """Mark ``name`` (at ``version``) as just used if it is loaded and ready; False: a call must
+        `ensure_loaded` it first. A call of a loaded model takes this way, awaiting nothing."""
+        entry = self.entry(name, version)
+        if not entry.ready:
+            return False
+        self._slots.touch(entry)
+        return True
+
     async def ensure_loaded(self, name: str, version: str | None = None) -> ModelEntry:
         """The entry of ``name``, loaded for a call now if it was not, and marked as just used. A
         model unloaded on request stays unloaded. Loads of distinct models run side by side, each in
@@ -257,7 +266,14 @@ class ModelRegistry:
     def _start_load(self, entry: ModelEntry, *, for_calls: bool) -> asyncio.Task[None]:
         """A task loading ``entry``, which the calls waiting for it share: a call that is cancelled
         (its client left) does not cancel it for the others. ``for_calls``: not when it was
-        unloaded on request or replaced (new files) while waiting for room."""
+        unloaded on request or replaced (new files) while waiting for room.
+
+        A task even when the load could run at once in the call's turn of the loop: the calls of
+        that model arriving before it runs join it, as do those arriving while it waits for room.
+        Spread over 50 models with 10 slots at 16 connections that made 0.62 loads per call;
+        loading at once in the call's turn made 0.80 (every call not for a loaded model loads it),
+        and a load (a 1 MiB np.load: ~150 us) costs far more than the task and its shield saved
+        (~5 us a miss; bench/results/repository-multiplex-2026-11-26-d.txt)."""
         loading = entry.loading = asyncio.get_running_loop().create_task(self._load_in_slot(entry, for_calls))
         loading.add_done_callback(_retrieve)
         return loading
@@ -331,7 +347,7 @@ class ModelRegistry:
             metadata = model.metadata()
         except Exception as exc:
             logger.exception("loading model %s failed", _label(entry))
-            MODEL_LOADS.labels(entry.name, "error").inc()
+            count(MODEL_LOADS, entry.name, "error")
             entry.state, entry.reason = ModelState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"
             problem = f"model '{entry.name}' failed to load{_from(entry)}: {entry.reason}"
             raise ModelLoadError(problem) from exc
@@ -341,7 +357,7 @@ class ModelRegistry:
             entry.slow_loads = 0
         elif entry.slow_loads is not None:
             entry.slow_loads = entry.slow_loads + 1 if entry.slow_loads + 1 < SLOW_LOADS else None
-        MODEL_LOADS.labels(entry.name, "ok").inc()
+        count(MODEL_LOADS, entry.name, "ok")
         logger.info("model %s loaded in %.2f s", _label(entry), seconds)
 
     @staticmethod
@@ -378,7 +394,7 @@ class ModelRegistry:
         finally:
             entry.state, entry.reason = ModelState.UNAVAILABLE, UNLOADED
             self._slots.give_back(entry)
-            MODEL_UNLOADS.labels(entry.name).inc()
+            count(MODEL_UNLOADS, entry.name)
             logger.info("model %s unloaded", _label(entry))
 
     async def _drain(self, entry: ModelEntry) -> None:

@@ -25,7 +25,7 @@ class Slots(Generic[T]):
         self.limit = limit
         #: Holders, least recently used first: `touch` is a move to the end, not a sort per load.
         self._held: OrderedDict[T, None] = OrderedDict()
-        self._waiters: list[asyncio.Future[None]] = []
+        self._waiters: list[asyncio.Future[bool]] = []
 
     def __len__(self) -> int:
         return len(self._held)
@@ -65,14 +65,21 @@ class Slots(Generic[T]):
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(True)
 
     async def wait(self, timeout: float) -> bool:
-        """Until `wake` (True) or ``timeout`` seconds (False)."""
-        waiter = asyncio.get_running_loop().create_future()
+        """Until `wake` (True) or ``timeout`` seconds (False): a future and a timer, not
+        ``asyncio.wait_for``'s task."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
         self._waiters.append(waiter)
+        timer = loop.call_later(timeout, _time_out, waiter)
         try:
-            await asyncio.wait_for(waiter, timeout)
-        except TimeoutError:
-            return False
-        return True
+            return await waiter
+        finally:
+            timer.cancel()
+
+
+def _time_out(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)

@@ -87,3 +87,12 @@ def test_inferd_families_are_collected_as_prometheus_clients_own(families: count
     # The text scraped, but for the creation times (each family's own clock)
     assert CREATED.sub(rb"\1 T", generate_latest(ours)) == CREATED.sub(rb"\1 T", generate_latest(theirs))
     assert b't_requests_total{model="a",outcome="ok"} 3.5' in generate_latest(ours)
+
+
+def test_count_records_what_inc_would() -> None:
+    before = sample("inferd_model_loads_total", model="count-test", outcome="ok")
+    for _ in range(3):
+        metrics.count(metrics.MODEL_LOADS, "count-test", "ok")
+    metrics.MODEL_LOADS.labels("count-test", "ok").inc()
+    assert sample("inferd_model_loads_total", model="count-test", outcome="ok") == before + 4
+    assert sample("inferd_model_loads_total", model="count-test", outcome="error") == 0
