@@ -206,12 +206,12 @@ def cold_start(starter: Starter, expected: Expected, probe: Path | None = None) 
                 seconds = time.monotonic() - began
             starter.protocol.check(body, expected, starter.returns_probabilities)
         finally:
-            stop(process, launch.stop_group)
+            ended = stop(process, launch.stop_group)
         if probe is not None:
             try:
                 found = timeline(Path(tmp) / "probe.json", began)
             except BenchError as exc:
-                raise BenchError(f"{exc}; the end of its log:\n{log.read_text()[-1500:]}") from None
+                raise BenchError(f"{exc} ({ended}); the end of its log:\n{log.read_text()[-1500:]}") from None
             probe.write_text(json.dumps({"ready": seconds, **found}))
         return seconds, peak.mib
 

@@ -8,9 +8,11 @@ for the whole machine, so the launching bench can put its own launch and first a
 line), when the first and the last module of each top-level package was imported, when a
 ``.joblib`` / ``.pkl`` file was opened (the unpickling starts), and when a socket was first bound; a
 ``gc.callbacks`` entry adds up the garbage collector's pauses. The record is written to OUT.json
-when the process exits (the bench stops it with SIGTERM, which inferd and uvicorn both end on
-gracefully). The hook costs a few microseconds per audited event: the bench reports the probed
-start's total beside the unprobed median so the distortion shows.
+when the process exits (the bench stops it with SIGTERM: uvicorn, after its graceful shutdown,
+puts back the handler it found and raises the signal again, so the probe's handler for it exits
+through ``atexit`` rather than letting the default action kill the process first). The hook costs a
+few microseconds per audited event: the bench reports the probed start's total beside the unprobed
+median so the distortion shows.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import gc
 import json
 import os
 import runpy
+import signal
 import sys
 import time
 
@@ -60,11 +63,16 @@ def _write(path: str) -> None:
         json.dump(record, out)
 
 
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
     out, script = sys.argv[1], sys.argv[2]
     sys.addaudithook(_audit)
     gc.callbacks.append(_gc)
     atexit.register(_write, out)
+    signal.signal(signal.SIGTERM, _exit_on_term)
     sys.argv = sys.argv[2:]
     sys.path[0] = os.path.dirname(script)  # as the console script would have it
     runpy.run_path(script, run_name="__main__")
