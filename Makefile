@@ -16,6 +16,7 @@ $(DEMO_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[demo]'
+	$(BIN)/python -m compileall -q inferd  # pip -e compiles nothing: see bench/README.md, Cold start
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(DEMO_STAMP)

@@ -15,7 +15,7 @@ rounds, each server's time over inferd's and the targets (inferd at most half th
 fastest peer; ``inferd --help``, median of ``--help-runs`` runs per round, under 0.3 s). Written to
 bench/results/cold-start-<date>.txt. Not part of CI; see bench/README.md.
 
-    .venv/bin/python bench/cold_start.py [--rounds 3] [--only inferd,floor,kserve,...]
+    .venv/bin/python bench/cold_start.py [--rounds 3] [--only inferd,floor,kserve,...] [--phases 3]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import json
 import os
 import statistics
 import subprocess
@@ -182,15 +183,18 @@ def first_answer(process: subprocess.Popen[bytes], port: int, protocol: Protocol
     raise BenchError(f"no 200 in {START_TIMEOUT_S:.0f} s")
 
 
-def cold_start(starter: Starter, expected: Expected) -> tuple[float, float]:
-    """Seconds from launch to the first 200 with the model's answer, and the tree's peak MiB meanwhile."""
+def cold_start(starter: Starter, expected: Expected, probe: Path | None = None) -> tuple[float, float]:
+    """Seconds from launch to the first 200 with the model's answer, and the tree's peak MiB meanwhile.
+    ``probe``: run the server under bench/start_probe.py, which writes its timeline there (as seconds
+    from this launch) once the server is stopped."""
     with tempfile.TemporaryDirectory(prefix=f"cold-{starter.key}-") as tmp:
         launch = starter.prepare(Path(tmp))
+        command = launch.command if probe is None else probed(launch.command, Path(tmp) / "probe.json")
         log = Path(tmp) / "server.log"
         with log.open("wb") as out:
-            began = time.perf_counter()
+            began = time.monotonic()  # the clock start_probe.py stamps its marks with
             process = subprocess.Popen(
-                launch.command, cwd=launch.cwd, env=launch.env, stdin=subprocess.DEVNULL, stdout=out,
+                command, cwd=launch.cwd, env=launch.env, stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         try:
@@ -199,11 +203,92 @@ def cold_start(starter: Starter, expected: Expected) -> tuple[float, float]:
                     body = first_answer(process, launch.port or 0, starter.protocol)
                 except BenchError as exc:
                     raise BenchError(f"{exc}; the end of its log:\n{log.read_text()[-1500:]}") from None
-                seconds = time.perf_counter() - began
+                seconds = time.monotonic() - began
             starter.protocol.check(body, expected, starter.returns_probabilities)
-            return seconds, peak.mib
         finally:
-            stop(process, launch.stop_group)
+            ended = stop(process, launch.stop_group)
+        if probe is not None:
+            try:
+                found = timeline(Path(tmp) / "probe.json", began)
+            except BenchError as exc:
+                raise BenchError(f"{exc} ({ended}); the end of its log:\n{log.read_text()[-1500:]}") from None
+            probe.write_text(json.dumps({"ready": seconds, **found}))
+        return seconds, peak.mib
+
+
+def probed(command: list[str], out: Path) -> list[str]:
+    """``command`` (a console script) run by its own interpreter under bench/start_probe.py."""
+    interpreter = Path(command[0]).read_text().splitlines()[0].removeprefix("#!").strip()
+    return [interpreter, str(Path(__file__).with_name("start_probe.py")), str(out), *command]
+
+
+def timeline(path: Path, began: float) -> dict[str, float]:
+    """start_probe.py's record as the milestones of PHASES, in seconds from ``began`` (the launch)."""
+    if not path.exists():
+        raise BenchError("the probed server wrote no timeline (did it exit on SIGTERM?)")
+    record = json.loads(path.read_text())
+    found = {
+        "gc pauses (total)": record["gc"]["seconds"],
+        "gc pauses (full collections)": record["gc"]["full"],
+    }
+    for label, kind, key in PHASES:
+        if key == "*":
+            found[label] = max(record["last"].values()) - began
+        elif key in record[kind]:
+            found[label] = record[kind][key] - began
+    return found
+
+
+#: The milestones of a start (bench/start_probe.py's record): (label, which record, key).
+PHASES = (
+    ("interpreter up (probe runs)", "marks", "probe started"),
+    ("first import of inferd", "first", "inferd"),
+    ("first import of numpy", "first", "numpy"),
+    ("first import of pydantic", "first", "pydantic"),
+    ("first import of starlette", "first", "starlette"),
+    ("first import of uvicorn", "first", "uvicorn"),
+    ("first import of sklearn", "first", "sklearn"),
+    ("last import of sklearn", "last", "sklearn"),
+    ("model file opened (unpickling)", "marks", "model file opened"),
+    ("first socket bound", "marks", "first socket bound"),
+    ("last import of any module", "last", "*"),
+)
+PHASED = ("inferd", "inferd-no-grpc", "floor")
+
+
+def phase_table(phases: dict[str, list[dict[str, float]]], unprobed: dict[str, Outcome]) -> list[str]:
+    """The medians of the probed starts' milestones, one column per server."""
+    keys = [key for key in PHASED if phases.get(key)]
+    if not keys:
+        return []
+    labels = {starter.key: starter.key for starter in STARTERS}
+    lines = [
+        "",
+        "# start-up timeline (bench/start_probe.py: an audit hook in the server's process), seconds from",
+        "# launch, medians of the probed starts; the probe's own cost shows as probed ready - unprobed ready",
+        f"{'milestone':<38}" + "".join(f" {labels[key]:>15}" for key in keys),
+    ]
+    rows = [label for label, _, _ in PHASES] + [
+        "first 200 (probed)",
+        "gc pauses (total)",
+        "gc pauses (full collections)",
+    ]
+    for label in rows:
+        cells = []
+        for key in keys:
+            name = "ready" if label == "first 200 (probed)" else label
+            values = [one[name] for one in phases[key] if name in one]
+            cells.append(f"{statistics.median(values):>15.3f}" if values else f"{'-':>15}")
+        lines.append(f"{label:<38}" + "".join(f" {cell}" for cell in cells))
+    ready = [
+        statistics.median(unprobed[key].seconds) if unprobed.get(key) and unprobed[key].seconds else None
+        for key in keys
+    ]
+    lines.append(
+        f"{'first 200 (unprobed, above)':<38}"
+        + "".join(f" {r:>15.3f}" if r else f" {'-':>15}" for r in ready)
+    )
+    return lines
 
 
 def help_seconds(runs: int) -> float:
@@ -217,7 +302,11 @@ def help_seconds(runs: int) -> float:
 
 
 def report(
-    outcomes: dict[str, Outcome], helps: list[float], args: argparse.Namespace, load: tuple[float, ...]
+    outcomes: dict[str, Outcome],
+    helps: list[float],
+    args: argparse.Namespace,
+    load: tuple[float, ...],
+    phases: dict[str, list[dict[str, float]]],
 ) -> str:
     lines = [
         f"# bench/cold_start.py --rounds {args.rounds} --warmup-rounds {args.warmup_rounds}, "
@@ -228,7 +317,8 @@ def report(
         "",
         f"{'server':<38} {'ready s':>8} {'(min-max)':>13} {'peak MiB':>9} {'ready / inferd':>15}",
     ]
-    ours = statistics.median(outcomes["inferd"].seconds) if outcomes["inferd"].seconds else None
+    inferd = outcomes.get("inferd")
+    ours = statistics.median(inferd.seconds) if inferd is not None and inferd.seconds else None
     for starter in STARTERS:
         one = outcomes.get(starter.key)
         if one is None:
@@ -253,6 +343,17 @@ def report(
             f"{verdict} inferd ready in <= {FASTEST_PEER_FACTOR:.1f}x the fastest peer's time ({label}): "
             f"{ours:.3f} s / {fastest:.3f} s = {ours / fastest:.2f}x"
         )
+    floor = outcomes.get("floor")
+    if floor is not None and floor.seconds:
+        bare = statistics.median(floor.seconds)
+        for key in ("inferd", "inferd-no-grpc"):
+            one = outcomes.get(key)
+            if one is not None and one.seconds:
+                ready = statistics.median(one.seconds)
+                lines.append(
+                    f"FLOOR {key} ready / floor ready: {ready:.3f} s / {bare:.3f} s = {ready / bare:.2f}x "
+                    f"(inferd's own overhead {ready - bare:+.3f} s)"
+                )
     if helps:
         median = statistics.median(helps)
         verdict = "PASS" if median < HELP_LIMIT_S else "FAIL"
@@ -260,7 +361,23 @@ def report(
         lines.append(
             f"{verdict} inferd --help under {HELP_LIMIT_S} s: {median:.3f} s (rounds' medians: {each})"
         )
+    lines += phase_table(phases, outcomes)
     return "\n".join(lines) + "\n"
+
+
+def probed_starts(chosen: list[Starter], expected: Expected, runs: int) -> dict[str, list[dict[str, float]]]:
+    """``runs`` starts of each of PHASED under bench/start_probe.py, each start's timeline."""
+    found: dict[str, list[dict[str, float]]] = {}
+    for run in range(1, runs + 1):
+        print(f"probed start {run}/{runs}", flush=True)
+        for starter in chosen:
+            if starter.key not in PHASED:
+                continue
+            with tempfile.TemporaryDirectory(prefix="cold-probe-") as tmp:
+                out = Path(tmp) / "timeline.json"
+                cold_start(starter, expected, out)
+                found.setdefault(starter.key, []).append(json.loads(out.read_text()))
+    return found
 
 
 def main() -> int:
@@ -271,6 +388,10 @@ def main() -> int:
     parser.add_argument("--warmup-rounds", type=int, default=1, help="unmeasured starts first [1]")
     parser.add_argument("--help-runs", type=int, default=5, help="runs of inferd --help per round [5]")
     parser.add_argument("--only", default=None, help="comma-separated server keys (default: all)")
+    parser.add_argument(
+        "--phases", type=int, default=0,
+        help="probed starts of inferd, inferd --no-grpc and the floor after the rounds, for a timeline [0]",
+    )  # fmt: skip
     args = parser.parse_args()
     from_bytecode()
     ensure_model()
@@ -296,7 +417,8 @@ def main() -> int:
                 outcome.peak_mib.append(mib)
         if round_ >= 1 and any(not s.peer for s in chosen):
             helps.append(help_seconds(args.help_runs))
-    text = report(outcomes, helps, args, load)
+    phases = probed_starts(chosen, expected, args.phases)
+    text = report(outcomes, helps, args, load, phases)
     return write_dated("cold-start", text)
 
 

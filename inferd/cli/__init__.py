@@ -16,6 +16,9 @@ from typing import Any
 
 def main() -> None:
     if sys.argv[1:2] == ["serve"]:
+        from inferd.engines import heap
+
+        heap.pause()  # until the models load: see inferd.engines.heap
         from inferd.cli import argv
 
         values = argv.parse(sys.argv[2:])

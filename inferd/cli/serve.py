@@ -35,7 +35,7 @@ def serve(target: str | None, **values: Any) -> None:
     from inferd.cli import options
     from inferd.core.errors import EngineError, ListenError, ModelLoadError
     from inferd.dialects import resolve_dialect
-    from inferd.engines import local
+    from inferd.engines import heap, local
     from inferd.server.logging import configure_logging, log_format
 
     dialect = values.pop("dialect")
@@ -66,6 +66,8 @@ def serve(target: str | None, **values: Any) -> None:
     settings = _with_platform_environment(project, instead)
     runtime = runtime_or_exit(settings, instead)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
+    if settings.engine == "ray" or settings.workers > 1 or settings.isolate:
+        heap.resume_frozen()  # this process loads no model: `local.serve` would resume it then
     try:
         # Imported when used: a single process serving a model keeps neither in memory.
         if settings.engine == "ray":

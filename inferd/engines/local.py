@@ -8,7 +8,6 @@ gRPC calls finish within ``graceful_timeout``, then unloads the models. A second
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 import socket
@@ -20,6 +19,7 @@ from starlette.types import ASGIApp
 
 from inferd.config.settings import Settings
 from inferd.core.errors import ListenError
+from inferd.engines import heap
 from inferd.engines.http import HttpServer, SignalFreeServer, http_server, uvicorn_config
 from inferd.engines.open_files import connection_budget, raise_open_files_limit
 from inferd.engines.sockets import bind_http, listen_errors, port_of
@@ -92,6 +92,7 @@ class LocalBackend:
     async def start(self) -> tuple[tuple[str, ...], int | None]:
         settings = self.runtime.settings
         registry = self.runtime.registry
+        heap.resume_frozen()  # inferd's start-up is frozen; the models load with the collector on
         await registry.load_all()
         await registry.follow()  # a worker started in place of a lost one does what the others did
         if self.runtime.poll_seconds is not None or registry.control is not None:
@@ -154,7 +155,7 @@ async def serve(
         while not http.started and not http_task.done():
             await asyncio.sleep(0.01)
         if http.started:
-            _freeze_heap()
+            heap.settle()  # what start-up built stays out of the collector's full collections
             on_ready(Endpoints(settings.host, port_of(sock), grpc_port, names, metrics_port))
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         # Both servers stop accepting at once and drain their in-flight calls side by side.
@@ -167,15 +168,6 @@ async def serve(
     finally:
         await backend.close()
         logger.info("server stopped")
-
-
-def _freeze_heap() -> None:
-    """Keep what start-up built (modules, the app, the servers, models loaded at start) out of the
-    garbage collector's full collections: it lives as long as the process, and walking all of it
-    took ~17 ms each time (about every 6 s while models loaded on demand come and go), a pause
-    every call in flight waits through. What start-up left as garbage is collected first."""
-    gc.collect()
-    gc.freeze()
 
 
 def _stop_event(http: HttpServer, signals: tuple[signal.Signals, ...]) -> asyncio.Event:

@@ -21,13 +21,16 @@ import httpx
 
 from tests.servers import READY, ROOT, START_TIMEOUT, with_this_tree
 
-#: ``python -m inferd ARGS``, writing the process's module names to $MODULES_FILE at exit.
+#: ``python -m inferd ARGS``, writing the process's module names to $MODULES_FILE at exit, and
+#: whether its garbage collector was on and how many objects it had frozen to $GC_FILE.
 LAUNCH = """
-import atexit, os, runpy, sys
+import atexit, gc, os, runpy, sys
 
 def dump():
     with open(os.environ["MODULES_FILE"], "w") as out:
         out.write("\\n".join(sorted(sys.modules)))
+    with open(os.environ["GC_FILE"], "w") as out:
+        out.write(f"{gc.isenabled()} {gc.get_freeze_count()}")
 
 atexit.register(dump)
 runpy.run_module("inferd", run_name="__main__", alter_sys=True)
@@ -64,7 +67,7 @@ def modules_of_serving(
     """The modules ``inferd serve TARGET OPTIONS`` had loaded when it stopped, after one inference."""
     dump = tmp_path / "modules.txt"
     command = [sys.executable, "-c", LAUNCH, "serve", target, "--port", "0", *options]
-    env = with_this_tree({**os.environ, "MODULES_FILE": str(dump)})
+    env = with_this_tree({**os.environ, "MODULES_FILE": str(dump), "GC_FILE": str(tmp_path / "gc.txt")})
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
@@ -104,6 +107,13 @@ def other_dialects(modules: set[str], served: str) -> set[str]:
     return found
 
 
+def storage_beyond_locations(modules: set[str]) -> set[str]:
+    """inferd's object-storage modules but its package and the check of a target for a URI."""
+    return {
+        name for name in modules if name.startswith("inferd.storage.") and name != "inferd.storage.locations"
+    }
+
+
 def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_dialects(
     tmp_path: Path,
 ) -> None:
@@ -112,6 +122,7 @@ def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_d
     assert grpc_and_protobuf(modules) == set()
     assert other_dialects(modules, "native") == set()
     assert "typer.rich_utils" not in modules  # scikit-learn itself imports rich (sklearn.callback)
+    assert storage_beyond_locations(modules) == set()  # a local project fetches nothing
     assert OTHER_COMMANDS & modules == set()  # serve's command is built alone
     assert {name for name in modules if name.split(".")[0] == "typer"} == set()  # nor even that
     # Requests are counted in inferd's own families; prometheus_client (and its exposition's HTTP
@@ -137,3 +148,15 @@ def test_an_iris_server_on_the_native_grpc_server_loads_no_grpcio(tmp_path: Path
     assert "inferd.protocols.v2._generated.grpc_predict_v2_pb2" in modules
     assert grpcio(modules) == set()
     assert "inferd.protocols.v2._generated.grpc_predict_v2_pb2_grpc" not in modules  # it imports grpc
+
+
+def test_a_server_collects_garbage_again_once_it_serves_with_its_start_up_frozen(tmp_path: Path) -> None:
+    """`inferd serve` pauses the collector while it starts (inferd.engines.heap): it must be on again
+    while the server serves, with what start-up built frozen out of its collections."""
+    project = tmp_path / "doubler"
+    project.mkdir()
+    (project / "model.py").write_text(NUMPY_ONLY)
+    modules_of_serving(str(project), "doubler", NUMBERS, tmp_path)
+    enabled, frozen = (tmp_path / "gc.txt").read_text().split()
+    assert enabled == "True"
+    assert int(frozen) > 10_000  # the modules, classes and app of a server are tens of thousands
