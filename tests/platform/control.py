@@ -1,6 +1,6 @@
 """A real control process (``inferd platform serve``) for the platform's tests: free ports for its API,
 gateway and gRPC gateway, a data folder of the test's, the environment a test adds (tokens, allowed
-hosts, poll intervals), and SIGTERM at the end."""
+hosts, poll intervals), and SIGTERM at the end, then the services it left running ended."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from inferd.platform.services.sessions import signal_session
+from inferd.platform.store import Store
 from tests.servers import ROOT, inferd_command, with_this_tree
 
 
@@ -57,7 +59,11 @@ class Control:
 
 
 @contextmanager
-def control(data: Path, data_path: str = "gateway", env: dict[str, str] | None = None) -> Iterator[Control]:
+def control(
+    data: Path, data_path: str = "gateway", env: dict[str, str] | None = None, keep_services: bool = False
+) -> Iterator[Control]:
+    """The control process until the block ends; then the services it leaves running are ended,
+    unless ``keep_services`` (for a next control process to adopt them)."""
     command = inferd_command(
         "platform",
         "serve",
@@ -93,3 +99,18 @@ def control(data: Path, data_path: str = "gateway", env: dict[str, str] | None =
         if drain.is_alive():
             drain.join(10)
         process.stdout.close()
+        if not keep_services:
+            end_services(data)
+
+
+def end_services(data: Path) -> None:
+    """End the servers a stopped control process leaves running (by design: the next one adopts
+    them), so that no test leaves processes behind."""
+    database = data / "platform" / "platform.sqlite"
+    if not database.exists():
+        return
+    with Store(database) as store:
+        sessions = [service.pid for service in store.services()]
+        sessions += [replica.pid for replica in store.replicas()]
+    for session in filter(None, sessions):
+        signal_session(session, signal.SIGTERM)

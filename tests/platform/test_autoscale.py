@@ -154,7 +154,7 @@ def test_a_service_scales_up_under_load_and_down_after_it(
 
 def test_replicas_are_adopted_after_a_restart(tmp_path: Path) -> None:
     folder = project(tmp_path / "who")
-    with control(tmp_path / "data", env=FAST) as running:
+    with control(tmp_path / "data", env=FAST, keep_services=True) as running:
         service = scaled_service(running, folder, min_replicas=2, max_replicas=2)
         before = wait_for(running, service, lambda s: s["ready_replicas"] == 2)
         replicas = running.call("GET", f"/services/{service}/replicas").json()

@@ -82,7 +82,7 @@ class Load:
 )
 def test_deploy_switch_and_adopt(tmp_path: Path, short_path: Path, data_path: str) -> None:
     data = short_path / "data"  # HAProxy's sockets go in it
-    with control(data, data_path) as running:
+    with control(data, data_path, keep_services=True) as running:
         assert running.verb("create-deployment", "iris").returncode == 0
         versions = []
         for label, factor in (("1.0", 1.0), ("2.0", 2.0)):
