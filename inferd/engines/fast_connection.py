@@ -1,14 +1,12 @@
 """uvicorn's connection calling `inferd.server.fast.FastInfer` for V2 infer, without an ASGI cycle.
 
 For a request `FastInfer` takes, the connection keeps the body as it arrives and, once the request
-is whole and its turn has come, gets the answer and writes it in one piece: no scope, no
-``receive``/``send`` messages, no event per request, no header checks of the app's own headers, and
-no task unless the answer waits (`inferd.engines.inline`: a synchronous model on the loop is
-answered within the callback that completed the request). Everything else of the connection is
-uvicorn's and `LimitedHttpToolsProtocol`'s: parsing, head limits, keep-alive and its timeout,
-pipelining (a taken request waits in uvicorn's queue like any other), graceful shutdown (a request
-being answered finishes, then the connection closes; the task of an answer that waits is among the
-server's tasks, which shutdown waits for), and a client gone before its answer.
+is whole and its turn has come, runs one task that gets the answer and writes it in one piece: no
+scope, no ``receive``/``send`` messages, no event per request, no header checks of the app's own
+headers. Everything else of the connection is uvicorn's and `LimitedHttpToolsProtocol`'s: parsing,
+head limits, keep-alive and its timeout, pipelining (a taken request waits in uvicorn's queue like any
+other), graceful shutdown (a request being answered finishes, then the connection closes; its task
+is among the server's tasks, which shutdown waits for), and a client gone before its answer.
 
 `FastCycle` stands in for uvicorn's ``RequestResponseCycle`` where the protocol looks at one
 (``self.cycle``, the pipeline): it has the attributes the protocol reads and sets.
@@ -16,12 +14,10 @@ server's tasks, which shutdown waits for), and a client gone before its answer.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, ClassVar, cast
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
-from inferd.engines import inline
 from inferd.engines.connections import ConnectionLimits, LimitedHttpToolsProtocol
 from inferd.protocols.asgi import BodyBuffer, body_length
 from inferd.server.fast import FastInfer, FastRequest
@@ -34,7 +30,6 @@ class _NoEvent:
         return None
 
 
-logger = logging.getLogger("inferd.engine")
 NO_EVENT = _NoEvent()
 NO_BODY = BodyBuffer(0)
 
@@ -107,16 +102,9 @@ class FastInferProtocol(LimitedHttpToolsProtocol):
             self.start(cycle)
 
     def start(self, cycle: FastCycle) -> None:
-        """Answer now; a task only for an answer that waits (`inferd.engines.inline`)."""
-        try:
-            task = inline.start(self.loop, self.answer(cycle))
-        except Exception:  # what the task would have held unseen; the answer never comes
-            logger.exception("answering %s failed", cycle.request.path)
-            self.transport.close()
-            return
-        if task is not None:
-            task.add_done_callback(self.tasks.discard)
-            self.tasks.add(task)
+        task = self.loop.create_task(self.answer(cycle))
+        task.add_done_callback(self.tasks.discard)
+        self.tasks.add(task)
 
     async def answer(self, cycle: FastCycle) -> None:
         # an idle connection keeps its last cycle (uvicorn's pipeline), so not its body

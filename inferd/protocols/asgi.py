@@ -21,12 +21,7 @@ from starlette.types import Receive, Scope, Send
 def header(scope: Scope, name: bytes) -> str | None:
     """The first value of a request header (``name`` lower-case), as Starlette's ``headers.get``
     gives it, so a route answers the same as a bare endpoint as it did on Starlette's request."""
-    return header_in(scope["headers"], name)
-
-
-def header_in(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> str | None:
-    """`header` of a request's raw ``headers`` (a server's connection holds them without a scope)."""
-    for key, value in headers:
+    for key, value in scope["headers"]:
         if key == name:
             return str(value.decode("latin-1"))
     return None

@@ -23,6 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from starlette.types import Message
+
 from inferd.core import tracing
 from inferd.core.context import request_id
 from inferd.core.errors import InferdError
@@ -44,8 +46,7 @@ class FastRequest(NamedTuple):
     """A request `FastInfer.take` accepted, with what its answer needs from the head."""
 
     path: str
-    name: str
-    version: str | None
+    params: dict[str, str]
     headers: Headers
     request_id: str
     length: int
@@ -91,8 +92,8 @@ class FastInfer:
             return None
         if self.tokens is not None and self.tokens.refusal(authorization) is not None:
             return None
-        name, version = found.group("name", "version")
-        return FastRequest(path, name, version, headers, rid or self.ids.new(), int(length))
+        params = {key: value for key, value in found.groupdict().items() if value is not None}
+        return FastRequest(path, params, headers, rid or self.ids.new(), int(length))
 
     async def answer(self, request: FastRequest, body: bytes | memoryview) -> Answer:
         """The answer to ``request`` with its whole ``body``; the request id is among its headers."""
@@ -107,8 +108,12 @@ class FastInfer:
         return Answer(status, content, [*headers, (b"x-request-id", request.request_id.encode())])
 
     async def _answer(self, request: FastRequest, body: bytes | memoryview) -> Answer:
+        async def receive() -> Message:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        scope = {"type": "http", "path_params": request.params, "headers": request.headers}
         try:
-            return await self.infer.answer_body(request.name, request.version, request.headers, body)
+            return await self.infer.answer(scope, receive)
         except InferdError as exc:
             return error_answer(exc)
         except Exception as exc:

@@ -6,7 +6,7 @@ Routes are declared once as a table; the ``/versions/{version}`` variants are ge
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -67,22 +67,13 @@ class Infer(asgi.BareEndpoint):
     async def answer(self, scope: Scope, receive: Receive) -> asgi.Answer:
         params = scope["path_params"]
         name, version = params["name"], params.get("version")
-        self.dataplane.model_ready(name, version)  # before the body is read: an unknown model is 404
-        body = await asgi.read_body_buffer(receive, scope)
-        return await self.answer_body(name, version, scope["headers"], body)
-
-    async def answer_body(
-        self, name: str, version: str | None, headers: Sequence[tuple[bytes, bytes]], body: bytes | memoryview
-    ) -> asgi.Answer:
-        """The answer to a request with its raw ``headers`` and whole ``body``: what `answer` does
-        once it has read the body, and what a server's connection calls with a body it has read
-        (`inferd.server.fast`), without a scope or ``receive``."""
         self.dataplane.model_ready(name, version)  # an unknown model is 404 whatever the body holds
-        body = inflate(body, asgi.header_in(headers, b"content-encoding"), self.max_body_size)
-        length, payloads = asgi.header_in(headers, HEADER_LENGTH_BYTES), self.dataplane.payloads
+        encoding = asgi.header(scope, b"content-encoding")
+        body = inflate(await asgi.read_body_buffer(receive, scope), encoding, self.max_body_size)
+        length, payloads = asgi.header(scope, HEADER_LENGTH_BYTES), self.dataplane.payloads
         logged = None
         if payloads is not None:
-            content_type = asgi.header_in(headers, b"content-type")
+            content_type = asgi.header(scope, b"content-type")
             logged = cloudevents.log_rest(payloads, name, bytes(body), content_type, length)
         tracer = tracing.tracer
         if tracer is None:
