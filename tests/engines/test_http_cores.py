@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import TEST_MODELS
-from tests.engines.test_graceful_shutdown import slow_call_in_flight
+from tests.engines.test_graceful_shutdown import slow_call_in_flight, slow_request
 from tests.servers import RunningServer, serve
 
 NATIVE = str(TEST_MODELS / "native.py")
@@ -117,6 +117,28 @@ def test_pipelined_requests_are_answered_in_order(core_server: RunningServer) ->
         b"x-request-id: " + rid in answer.lower()
         for answer, rid in zip(answers, (b"first", b"second", b"third", b"first"), strict=True)
     ] == [True] * 4
+
+
+def test_an_answer_that_waits_keeps_its_place_and_its_request_id(core_server: RunningServer) -> None:
+    # slow's predict awaits (the fast path hands it to a task); echo's is answered inline
+    slow = post("/v2/models/slow/infer", json.dumps(slow_request(0.2)).encode(), "X-Request-ID: waits")
+    echo = post("/v2/models/echo/infer", json.dumps(ECHO).encode())
+    answers = raw_exchange(core_server, slow + echo + slow + echo, 4)
+    assert [answer.split(b"\r\n", 1)[0] for answer in answers] == [b"HTTP/1.1 200 OK"] * 4
+    ids = [header_value(answer, b"x-request-id") for answer in answers]
+    assert ids[0] == ids[2] == b"waits"
+    assert ids[1] != b"waits" and ids[3] != b"waits" and ids[1] != ids[3]  # no id leaked from a task
+    assert json.loads(answers[1].split(b"\r\n\r\n", 1)[1])["outputs"][0]["data"] == [1.5, 2.5]
+
+
+def header_value(answer: bytes, name: bytes) -> bytes | None:
+    head = answer.split(b"\r\n\r\n", 1)[0]
+    found = [
+        line.split(b":", 1)[1].strip()
+        for line in head.split(b"\r\n")[1:]
+        if line.lower().startswith(name + b":")
+    ]
+    return found[0] if found else None
 
 
 def test_granian_workers_share_the_port_and_drain_on_sigterm() -> None:
