@@ -15,11 +15,13 @@ import time
 import uuid
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferd.core.context import request_id
 from inferd.core.payloads import KINDS, REQUEST, Connect, Event, Exchange, PayloadLog
-from inferd.protocols.poster import Poster
+
+if TYPE_CHECKING:
+    from inferd.protocols.poster import Poster
 
 Message = Any  # a protobuf message; protobuf's generated classes carry no usable hints
 
@@ -38,6 +40,9 @@ def sender(namespace: str, port: int) -> Connect:
     encode = encoder(namespace, port)
 
     def connect(log: PayloadLog) -> Poster[Event]:
+        # imported only for a server that logs payloads: the others never load the sender
+        from inferd.protocols.poster import Poster
+
         return Poster(log.url, log.timeout, encode, log.answered, log.failed)
 
     return connect

@@ -128,6 +128,7 @@ def test_an_iris_server_without_grpc_loads_neither_grpc_nor_protobuf_nor_other_d
     # Requests are counted in inferd's own families; prometheus_client (and its exposition's HTTP
     # server and urllib.request) loads when /metrics is first read, which nobody did here
     assert {name for name in modules if name.split(".")[0] == "prometheus_client"} == set()
+    assert "inferd.protocols.poster" not in modules  # the payload log's sender: no payload log here
 
 
 def test_a_server_of_a_model_that_imports_no_rich_loads_no_rich(tmp_path: Path) -> None:
