@@ -22,6 +22,7 @@ import tritonclient.grpc as triton
 from tritonclient.utils import InferenceServerException
 
 from inferd.protocols.h2.connection import (
+    BY_REFERENCE,
     DATA,
     END_HEADERS,
     END_STREAM,
@@ -32,7 +33,7 @@ from inferd.protocols.h2.connection import (
     SETTINGS,
     frame,
 )
-from inferd.protocols.h2.grpc_wire import prefixed, timeout_seconds
+from inferd.protocols.h2.grpc_wire import framed, timeout_seconds
 from inferd.protocols.h2.hpack_out import encode_block
 from inferd.server.grpc_context import metadata_of
 from inferd.server.grpc_native import NativeGrpcServer
@@ -266,8 +267,18 @@ def test_native_broken_http2_is_goaway_and_not_grpc_is_415() -> None:
             assert channel.unary_unary(ECHO)(b"ok", timeout=5) == b"ko"
 
 
+def prefixed(message: bytes) -> bytes:
+    """``message`` as one uncompressed gRPC message on the wire (the server's own framing)."""
+    return b"".join(framed((message,))[1])
+
+
 def test_grpc_wire_pieces() -> None:
     assert prefixed(b"abc") == b"\x00\x00\x00\x00\x03abc"
+    large = bytes(BY_REFERENCE)
+    length, payloads = framed((b"ab", large, b"c"))  # small runs joined, a large piece by reference
+    assert length == len(large) + 3
+    assert payloads == [b"\x00" + length.to_bytes(4, "big") + b"ab", large, b"c"]
+    assert payloads[1] is large
     assert timeout_seconds(b"100m") == pytest.approx(0.1)
     assert timeout_seconds(b"2S") == 2 and timeout_seconds(b"1H") == 3600
     assert timeout_seconds(b"1x") is None and timeout_seconds(b"123456789S") is None

@@ -27,11 +27,6 @@ def timeout_seconds(value: bytes) -> float | None:
     return int(digits) * unit
 
 
-def prefixed(message: bytes) -> bytes:
-    """``message`` as gRPC sends it: uncompressed flag, 4-byte big-endian length, the bytes."""
-    return b"\x00" + len(message).to_bytes(4, "big") + message
-
-
 class InPieces(Protocol):
     """A message that gives its serialization in pieces (`framed` sends them as they are): large
     pieces are views of memory the message already holds, so sending it copies none of them."""
