@@ -286,8 +286,8 @@ class ModelRegistry:
         Loading at once in the call's turn made 0.80 loads per call (every call not for a loaded
         model loads it; bench/results/repository-multiplex-2026-11-26-d.txt). Delaying loads to
         gather more calls per load does not pay either: one load a turn of the loop, the one with
-        the most calls waiting first, made 0.58 loads per call instead of 0.76 but 10% fewer
-        requests a second and a p99 half as long again (repository-multiplex-2026-11-26-f.txt)."""
+        the most calls waiting first, made 0.58 loads per call instead of 0.76 but 10-15% fewer
+        requests a second and a p99 1.5-1.8 times as long (repository-multiplex-2026-11-26-f.txt)."""
         loading = entry.loading = asyncio.get_running_loop().create_task(self._load_in_slot(entry, for_calls))
         loading.add_done_callback(_retrieve)
         return loading
