@@ -75,6 +75,11 @@ class ModelEntry:
     inflight: int = 0
     #: Calls waiting for its load: with calls inside it, they keep it from being unloaded for room.
     waiting: int = 0
+    #: Their futures, which its load answers as it ends: ``asyncio.shield`` of the load's task would
+    #: answer them a turn of the loop later, with a future and two callbacks more per call.
+    waiters: list[asyncio.Future[None]] = field(default_factory=list, repr=False)
+    #: The model unloaded to make room for its load, until that load's log line names it.
+    replaced: ModelEntry | None = field(default=None, repr=False)
     #: Called by the last call leaving the model, so loads waiting for room look again.
     on_idle: Callable[[], None] | None = field(default=None, repr=False)
     #: How long its last load took (None: never loaded here).
@@ -116,9 +121,12 @@ class ModelRegistry:
         self._changing = asyncio.Lock()
         #: The entries loaded or loading, least recently used first.
         self._slots: Slots[ModelEntry] = Slots(max_loaded)
-        #: Loads take their slots in the order they came: a load waiting for a model to go idle is
-        #: not overtaken by one that came later and found that model first.
+        #: Loads waiting for room take their slots in the order they came: a load waiting for a
+        #: model to go idle is not overtaken by one that came later and found that model first.
         self._admitting = asyncio.Lock()
+        #: Loads waiting for room (every loaded model busy, or their own unload not over): while
+        #: one does, a load queues behind it rather than take a slot freed meanwhile.
+        self._wanting = 0
 
     def add(self, name: str, factory: ModelFactory, version: str | None = None) -> ModelEntry:
         return self.add_served(ServedModel(name, factory, version))
@@ -253,9 +261,13 @@ class ModelRegistry:
             entry = self.entry(name, version)
             if entry.state is ModelState.READY or entry.held:
                 return entry
+            if entry.loading is None:
+                self._start_load(entry, for_calls=True)
+            waiter = asyncio.get_running_loop().create_future()
+            entry.waiters.append(waiter)
             entry.waiting += 1
             try:
-                await asyncio.shield(entry.loading or self._start_load(entry, for_calls=True))
+                await waiter  # cancelled (its client left): the load goes on for the others
             except BaseException:
                 entry.waiting -= 1
                 if not entry.waiting and not entry.inflight:  # it may be unloaded for room now
@@ -264,53 +276,94 @@ class ModelRegistry:
             entry.waiting -= 1  # the call enters the model before anything else runs
 
     def _start_load(self, entry: ModelEntry, *, for_calls: bool) -> asyncio.Task[None]:
-        """A task loading ``entry``, which the calls waiting for it share: a call that is cancelled
-        (its client left) does not cancel it for the others. ``for_calls``: not when it was
+        """A task loading ``entry``, which the calls waiting for it share: each waits on a future of
+        its own (``entry.waiters``) that the task answers as it ends, so a call that is cancelled
+        (its client left) does not cancel the load for the others. ``for_calls``: not when it was
         unloaded on request or replaced (new files) while waiting for room.
 
         A task even when the load could run at once in the call's turn of the loop: the calls of
         that model arriving before it runs join it, as do those arriving while it waits for room.
-        Spread over 50 models with 10 slots at 16 connections that made 0.62 loads per call;
-        loading at once in the call's turn made 0.80 (every call not for a loaded model loads it),
-        and a load (a 1 MiB np.load: ~150 us) costs far more than the task and its shield saved
-        (~5 us a miss; bench/results/repository-multiplex-2026-11-26-d.txt)."""
+        Loading at once in the call's turn made 0.80 loads per call (every call not for a loaded
+        model loads it; bench/results/repository-multiplex-2026-11-26-d.txt). Delaying loads to
+        gather more calls per load does not pay either: one load a turn of the loop, the one with
+        the most calls waiting first, made 0.58 loads per call instead of 0.76 but 10-15% fewer
+        requests a second and a p99 1.5-1.8 times as long (repository-multiplex-2026-11-26-f.txt)."""
         loading = entry.loading = asyncio.get_running_loop().create_task(self._load_in_slot(entry, for_calls))
         loading.add_done_callback(_retrieve)
         return loading
 
     async def _load_in_slot(self, entry: ModelEntry, for_calls: bool) -> None:
         admitted = False
+        failure: BaseException | None = None
         try:
             await self._admit(entry)
             admitted = True
             if for_calls and (entry.held or not self._registered(entry)):
                 return
             await self._load_now(entry)
+        except BaseException as exc:
+            failure = exc
+            raise
         finally:
             entry.loading = None
             if admitted and entry.state is not ModelState.READY:  # not loaded: its slot is free again
                 if entry.state is ModelState.LOADING:  # cancelled
                     entry.state, entry.reason = ModelState.UNAVAILABLE, NOT_LOADED
                 self._slots.give_back(entry)
+            if entry.replaced is not None:  # made room, then not loaded (nor logged: cancelled, held)
+                logger.info("model %s unloaded to make room", _label(entry.replaced))
+                entry.replaced = None
+            waiters, entry.waiters = entry.waiters, []
+            _answer(waiters, failure)
 
     async def _admit(self, entry: ModelEntry) -> None:
         """Take a slot for ``entry``: a free one, else the least recently used idle model's, which is
         unloaded now. While every loaded model is busy (calls inside it or waiting for it, or
         loading), wait for one to go idle; after ``drain_seconds`` of that, the least recently used
-        loaded one is unloaded once its calls are answered, as an explicit unload is."""
+        loaded one is unloaded once its calls are answered, as an explicit unload is.
+
+        When no other load waits for room, the slot is taken without the ``_admitting`` lock (its
+        coroutines cost more than the rest of the swap's bookkeeping), and, the idle model's unload
+        being synchronous, without letting the loop run: under requests spread over many models
+        that is every load."""
         slots = self._slots
+        if not self._wanting and entry not in slots:
+            if slots.full():
+                victim = slots.least_recent(_idle)
+                if victim is not None and self._begin_unload(victim):
+                    await self._make_room(entry, victim)
+            if not self._wanting and not slots.full():
+                slots.take(entry)
+                entry.on_idle = slots.wake if slots.limit is not None else None
+                return
         async with self._admitting:
             while entry in slots:  # its unload (to make room, after its calls) is not over yet
-                await slots.wait(self.drain_seconds)
+                await self._wait_for_room()
             while slots.full():
                 victim = slots.least_recent(_idle)
-                if victim is None and not await slots.wait(self.drain_seconds):
+                if victim is None and not await self._wait_for_room():
                     victim = slots.least_recent(_loaded)
                 if victim is not None and self._begin_unload(victim):
-                    logger.info("unloading model %s, the least recently used, to make room", _label(victim))
-                    await self._finish_unload(victim)
+                    await self._make_room(entry, victim)
             slots.take(entry)
         entry.on_idle = slots.wake if slots.limit is not None else None
+
+    async def _wait_for_room(self) -> bool:
+        """`Slots.wait`, counted in ``_wanting`` meanwhile."""
+        self._wanting += 1
+        try:
+            return await self._slots.wait(self.drain_seconds)
+        finally:
+            self._wanting -= 1
+
+    async def _make_room(self, entry: ModelEntry, victim: ModelEntry) -> None:
+        """Unload ``victim`` for ``entry``'s load, whose line names both when it ends (`_load_now`):
+        under requests spread over many models every load is such a swap, and three lines a swap
+        made thousands a second."""
+        if entry.replaced is not None:  # a second model unloaded for one load: the first is logged
+            logger.info("model %s unloaded to make room", _label(entry.replaced))
+        entry.replaced = victim
+        await self._finish_unload(victim, logged=False)
 
     def _registered(self, entry: ModelEntry) -> bool:
         """``entry`` is still what its name and version name (not replaced by new files, nor
@@ -343,10 +396,13 @@ class ModelRegistry:
         try:
             model = entry.factory()
             model.name, model.version = entry.name, entry.version
-            await resolve(await self._run_load(entry, model))
+            loading = model.load() if entry.slow_loads is not None else await self._in_thread(model)
+            if loading is not None:  # an async load
+                await resolve(loading)
             metadata = model.metadata()
         except Exception as exc:
-            logger.exception("loading model %s failed", _label(entry))
+            logger.exception("loading model %s failed%s", _label(entry), _in_place(entry))
+            entry.replaced = None
             count(MODEL_LOADS, entry.name, "error")
             entry.state, entry.reason = ModelState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"
             problem = f"model '{entry.name}' failed to load{_from(entry)}: {entry.reason}"
@@ -358,16 +414,16 @@ class ModelRegistry:
         elif entry.slow_loads is not None:
             entry.slow_loads = entry.slow_loads + 1 if entry.slow_loads + 1 < SLOW_LOADS else None
         count(MODEL_LOADS, entry.name, "ok")
-        logger.info("model %s loaded in %.2f s", _label(entry), seconds)
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("model %s loaded in %.2f s%s", _label(entry), seconds, _in_place(entry))
+        entry.replaced = None
 
     @staticmethod
-    async def _run_load(entry: ModelEntry, model: Model) -> object:
+    async def _in_thread(model: Model) -> object:
         """``model.load()`` off the event loop, so the models already served keep answering while one
-        loads (a repository's polls, a multiplexed model's first call); on the loop when this model
-        loads within `QUICK_LOAD` seconds (see `SLOW_LOADS`), where the hop to a thread would cost
-        more."""
-        if entry.slow_loads is not None:
-            return model.load()
+        loads (a repository's polls, a multiplexed model's first call). A model that loads within
+        `QUICK_LOAD` seconds (see `SLOW_LOADS`) loads on the loop instead, where the hop to a thread
+        would cost more (`_load_now`)."""
         return await asyncio.to_thread(model.load)
 
     async def _unload(self, entry: ModelEntry) -> None:
@@ -384,18 +440,22 @@ class ModelRegistry:
         entry.state = ModelState.UNLOADING
         return True
 
-    async def _finish_unload(self, entry: ModelEntry) -> None:
-        """Wait for the calls inside ``entry`` to finish (at most ``drain_seconds``), then unload."""
-        await self._drain(entry)
+    async def _finish_unload(self, entry: ModelEntry, logged: bool = True) -> None:
+        """Wait for the calls inside ``entry`` to finish (at most ``drain_seconds``), then unload.
+        ``logged``: False when the load it makes room for logs it (`_make_room`)."""
+        if entry.inflight:
+            await self._drain(entry)
         model, entry.model, entry.metadata = entry.model, None, None
         try:
-            if model is not None:
-                await resolve(model.unload())
+            unloading: object = None if model is None else model.unload()
+            if unloading is not None:
+                await resolve(unloading)
         finally:
             entry.state, entry.reason = ModelState.UNAVAILABLE, UNLOADED
             self._slots.give_back(entry)
             count(MODEL_UNLOADS, entry.name)
-            logger.info("model %s unloaded", _label(entry))
+            if logged:
+                logger.info("model %s unloaded", _label(entry))
 
     async def _drain(self, entry: ModelEntry) -> None:
         if entry.inflight == 0:
@@ -527,10 +587,31 @@ def _loaded(entry: ModelEntry) -> bool:
     return entry.state is ModelState.READY
 
 
+def _answer(waiters: list[asyncio.Future[None]], failure: BaseException | None) -> None:
+    """Tell the calls waiting for a load how it ended: loaded (or not needed), failed, or cancelled."""
+    for waiter in waiters:
+        if waiter.done():  # the call was cancelled meanwhile
+            continue
+        if failure is None:
+            waiter.set_result(None)
+        elif isinstance(failure, asyncio.CancelledError):
+            waiter.cancel()
+        else:
+            waiter.set_exception(failure)
+
+
 def _retrieve(loading: asyncio.Task[None]) -> None:
     """Mark a load's failure as heard: the calls waiting for it raise it, and nobody else need."""
     if not loading.cancelled():
         loading.exception()
+
+
+def _in_place(entry: ModelEntry) -> str:
+    """How a load's log line names the model it unloaded to make room, if any."""
+    replaced = entry.replaced
+    if replaced is None:
+        return ""
+    return f", in place of model {_label(replaced)} (the least recently used, unloaded to make room)"
 
 
 def _label(entry: ModelEntry) -> str:

@@ -4,6 +4,7 @@ limit (least recently used unloaded first), and unloads that wait for the calls 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -291,6 +292,25 @@ async def test_a_quick_model_keeps_loading_on_the_loop_through_one_slow_load(
     # a row sends it back to a thread, and one quick load there brings it back to the loop
     where = [place for _, place in SlowToLoad.loads]
     assert where == ["thread", "loop", "loop", "loop", "thread", "loop"]
+
+
+async def test_a_swap_to_make_room_is_one_log_line_naming_both_models(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = ModelRegistry(Folder(served("a", 1), served("b", 2)), max_loaded=1)
+    dataplane = plane(registry)
+    await registry.refresh()
+    unloads = registry_module.MODEL_UNLOADS.labels("a")._value.get()
+    with caplog.at_level(logging.INFO, logger="inferd.registry"):
+        assert await answer(dataplane, "a") == 1
+        assert await answer(dataplane, "b") == 2
+        await registry.unload("b")
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines[0].startswith("model a loaded in ") and "in place of" not in lines[0]
+    assert lines[1].startswith("model b loaded in ")
+    assert lines[1].endswith(", in place of model a (the least recently used, unloaded to make room)")
+    assert lines[2:] == ["model b unloaded"]  # an unload not for room keeps its own line
+    assert registry_module.MODEL_UNLOADS.labels("a")._value.get() == unloads + 1  # still counted
 
 
 async def test_eviction_waits_for_the_calls_inside_the_model() -> None:
