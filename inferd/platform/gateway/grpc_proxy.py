@@ -34,6 +34,7 @@ from inferd.engines.sockets import bind_http
 from inferd.platform.gateway import metrics
 from inferd.platform.gateway.grpc_relay import Call, ClientConnection, ShadowCall, UpstreamPool
 from inferd.platform.gateway.table import EndpointTable
+from inferd.protocols.grpc_status import StatusCode
 from inferd.protocols.h2.connection import Corker
 from inferd.protocols.h2.hpack_out import Header, encode_block
 from inferd.server.auth import Tokens
@@ -42,7 +43,6 @@ logger = logging.getLogger("inferd.gateway")
 
 #: The metadata key naming the endpoint a call is for.
 ENDPOINT_KEY = b"inferd-endpoint"
-NOT_FOUND, UNAVAILABLE, UNAUTHENTICATED = 5, 14, 16
 #: Request headers not passed on as they came: the gateway's credentials and the address it was called at.
 REPLACED = frozenset({b"authorization", b":authority", b"host"})
 
@@ -87,7 +87,7 @@ class GrpcGateway:
         if self.tokens is not None:
             refused = self.tokens.refusal(authorization)
             if refused is not None:
-                client.answer(stream, UNAUTHENTICATED, refused.message)
+                client.answer(stream, StatusCode.UNAUTHENTICATED, refused.message)
                 return
         if self.authorization is not None:
             kept.append((b"authorization", self.authorization))
@@ -99,7 +99,7 @@ class GrpcGateway:
             if len(names) != 1:
                 client.answer(
                     stream,
-                    NOT_FOUND,
+                    StatusCode.NOT_FOUND,
                     f"name the endpoint in the '{ENDPOINT_KEY.decode()}' metadata (this gateway "
                     f"serves {len(names)} endpoints)",
                 )
@@ -107,7 +107,7 @@ class GrpcGateway:
             name = names[0]
         picked = self.table.begin(name)
         if picked is None:
-            client.answer(stream, NOT_FOUND, f"no endpoint named '{name}'")
+            client.answer(stream, StatusCode.NOT_FOUND, f"no endpoint named '{name}'")
             return
         split, upstream, shadow = picked
         address = None if upstream is None else split.grpc.get(upstream)
@@ -122,7 +122,7 @@ class GrpcGateway:
             if upstream is not None:
                 self.table.end(upstream)
             why = " routes to no service with weight" if upstream is None else ": its service serves no gRPC"
-            client.answer(stream, UNAVAILABLE, f"endpoint '{name}'{why}")
+            client.answer(stream, StatusCode.UNAVAILABLE, f"endpoint '{name}'{why}")
             return
         call = client.calls[stream] = Call(self, client, stream, name, upstream, block, end, shadow_route)
         if end and shadow_route is not None:

@@ -17,6 +17,7 @@ import logging
 from typing import Protocol
 
 from inferd.platform.gateway import metrics
+from inferd.protocols.grpc_status import StatusCode
 from inferd.protocols.h2.connection import (
     CANCEL,
     INTERNAL_ERROR,
@@ -31,7 +32,6 @@ from inferd.protocols.h2.grpc_wire import MessageSizes, status_block
 from inferd.protocols.h2.hpack_out import Header, field
 
 logger = logging.getLogger("inferd.gateway")
-UNAVAILABLE, RESOURCE_EXHAUSTED = 14, 8
 
 
 class GrpcGateway(Protocol):
@@ -85,9 +85,9 @@ class ClientConnection(ServerConnection["Call"]):
         super().on_lost()
         self.gateway.clients.discard(self)
 
-    def answer(self, stream: int, code: int, message: str) -> None:
+    def answer(self, stream: int, code: StatusCode, message: str) -> None:
         """A trailers-only answer of the gateway's own: gRPC status ``code`` and ``message``."""
-        self.write_headers(stream, status_block(code, message), True)
+        self.write_headers(stream, status_block(code.value[0], message), True)
 
 
 class UpstreamConnection(H2Connection):
@@ -339,7 +339,7 @@ class Call:
             self.client.reset(self.stream, INTERNAL_ERROR)
         else:
             self.client.drop(self.stream)
-            self.client.answer(self.stream, RESOURCE_EXHAUSTED, message)
+            self.client.answer(self.stream, StatusCode.RESOURCE_EXHAUSTED, message)
         self.over()
 
     # The answer, service → client
@@ -380,7 +380,7 @@ class Call:
             logger.warning("endpoint '%s': its gRPC service %s is unavailable", self.endpoint, self.upstream)
             self.client.drop(self.stream)
             self.client.answer(
-                self.stream, UNAVAILABLE, f"endpoint '{self.endpoint}': its service is unavailable"
+                self.stream, StatusCode.UNAVAILABLE, f"endpoint '{self.endpoint}': its service is unavailable"
             )
         self.over()
 
