@@ -24,6 +24,7 @@ client = client_of("iris_server")
 SHARED_WORKER = {
     "tests/engines/test_ray.py": "local-ray",
     "tests/engines/test_ray_graph.py": "local-ray",
+    "tests/engines/test_ray_start.py": "local-ray",
     "tests/platform/test_ray_service.py": "local-ray",
 }
 

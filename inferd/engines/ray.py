@@ -11,10 +11,13 @@ Ray is an optional extra (``inferd[ray]``): it is imported only when this engine
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import importlib.util
 import logging
 import os
 import signal
+import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -54,9 +57,14 @@ REQUEST_ID_HEADER = b"x-request-id"
 #: Windows Ray stays a single loopback node.
 LOCAL_RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 HAPROXY_VARIABLE = "RAY_SERVE_ENABLE_HA_PROXY"
-#: How long ``ray.init`` waits for the local Ray's GCS to bind its port. Ray's 30 s default was
-#: seen to run out on a busy 2-core machine (the GCS starting in seconds otherwise); unless set.
-GCS_WAIT_VARIABLE, GCS_LOCAL_WAIT_S = "RAY_gcs_server_port_wait_time_s", "120"
+#: How long ``ray.init`` waits for the local Ray's GCS to bind its port, unless set. The GCS binds
+#: in 2-4 s on an idle 2-core machine; on a busy one a GCS was seen never to bind (still running,
+#: silent, 120 s on), so rather than wait longer the local Ray is started again once
+#: (`LOCAL_START_ATTEMPTS`), the silent GCS ended first.
+GCS_WAIT_VARIABLE, GCS_LOCAL_WAIT_S = "RAY_gcs_server_port_wait_time_s", "45"
+LOCAL_START_ATTEMPTS = 2
+#: What ``ray.init`` says when the GCS never wrote the file naming its port.
+GCS_SILENT = "gcs_server_port"
 #: Where Ray's HAProxy keeps its files, by variable. Ray puts them in a folder per node, named by
 #: the node's id (56 characters), and HAProxy refuses a socket path over 97 bytes: so the local Ray's
 #: go to a short folder of its own in /tmp (where Ray's default, /tmp/haproxy-serve, is), removed
@@ -276,7 +284,6 @@ def ray_cluster(settings: Settings, workdir: str | None = None) -> Iterator[bool
             ray.shutdown()
         return
     with contextlib.ExitStack() as folders:
-        temp_dir = folders.enter_context(_temporary_folder("inferd-ray-"))
         environment = _local_environment()
         if settings.ray_haproxy:
             folder = folders.enter_context(_temporary_folder(HAPROXY_FOLDER_PREFIX, HAPROXY_FOLDER_PARENT))
@@ -284,15 +291,27 @@ def ray_cluster(settings: Settings, workdir: str | None = None) -> Iterator[bool
         with _environment(environment):
             import ray  # after the variables: Ray reads some of them on import
 
-            _connect(
-                lambda: ray.init(
-                    address="local",
-                    include_dashboard=False,
-                    _node_ip_address="127.0.0.1",
-                    _temp_dir=temp_dir,
-                    logging_level=logging.WARNING,
-                )
-            )
+            for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+                temp_dir = folders.enter_context(_temporary_folder("inferd-ray-"))
+                try:
+                    _connect(
+                        functools.partial(
+                            ray.init,
+                            address="local",
+                            include_dashboard=False,
+                            _node_ip_address="127.0.0.1",
+                            _temp_dir=temp_dir,
+                            logging_level=logging.WARNING,
+                        )
+                    )
+                    break
+                except EngineError as exc:
+                    _end_processes_under(temp_dir)
+                    if GCS_SILENT not in str(exc):
+                        raise
+                    if attempt == LOCAL_START_ATTEMPTS:
+                        raise EngineError(f"{exc}{_gcs_log_tail(temp_dir)}") from None
+                    logger.warning("the local Ray's GCS did not start (%s); starting Ray again", exc)
         try:
             yield True
         finally:
@@ -302,6 +321,26 @@ def ray_cluster(settings: Settings, workdir: str | None = None) -> Iterator[bool
 def _temporary_folder(prefix: str, parent: str | None = None) -> tempfile.TemporaryDirectory[str]:
     """A folder removed on exit, whatever Ray's processes, which may outlive ``ray.shutdown``, leave in it."""
     return tempfile.TemporaryDirectory(prefix=prefix, dir=parent, ignore_cleanup_errors=True)
+
+
+def _end_processes_under(folder: str) -> None:
+    """End what a failed ``ray.init`` left running with ``folder`` on its command line (its GCS):
+    Ray forgets the processes of a node it failed to start, and they would outlive this one. They
+    are this process's children, so their `subprocess.Popen` objects are found and waited for."""
+    for process in [found for found in gc.get_objects() if isinstance(found, subprocess.Popen)]:
+        if process.returncode is None and folder in str(process.args):
+            process.kill()
+            process.wait(10)
+
+
+def _gcs_log_tail(folder: str, lines: int = 20) -> str:
+    """The end of the GCS's own logs under ``folder``, for the error that says it did not start."""
+    tails = []
+    for log in sorted(Path(folder).glob("session_*/logs/gcs_server.*")):
+        text = log.read_text(errors="replace").strip()
+        if text:
+            tails.append(f"\n{log.name}:\n" + "\n".join(text.splitlines()[-lines:]))
+    return "".join(tails) or " (the GCS wrote no log)"
 
 
 def _connect(init: Callable[[], object], workdir: str | None = None) -> None:
