@@ -458,8 +458,8 @@ class ModelRegistry:
                 logger.info("model %s unloaded", _label(entry))
 
     async def _drain(self, entry: ModelEntry) -> None:
-        if entry.inflight == 0:
-            return
+        """Until the calls inside ``entry`` (some: `_finish_unload` checks) have finished, at most
+        ``drain_seconds``."""
         entry.idle = asyncio.Event()
         try:
             await asyncio.wait_for(entry.idle.wait(), self.drain_seconds)
