@@ -36,6 +36,11 @@ class Conflict(InferdError):
     not allow it (a running service deleted)."""
 
 
+class PreconditionFailed(Conflict):
+    """The request was made on a condition about what exists (HTTP ``If-Match``/``If-None-Match``)
+    that no longer holds: someone changed the record since the client read it."""
+
+
 class ModelNotFound(NotFound):
     """No model (or version) of that name is registered."""
 

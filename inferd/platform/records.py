@@ -6,6 +6,7 @@ Identifiers are short random strings with a kind prefix (``dep-``, ``ver-``, ``s
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -175,6 +176,15 @@ class Endpoint:
     shadow_service_id: str | None = None
     shadow_percent: int = 0
     created_at: datetime = field(default_factory=now)
+
+    @property
+    def etag(self) -> str:
+        """An HTTP entity tag of what the endpoint routes to (its routes and shadow, not its name or
+        times): a client that read it switches it on condition that nobody switched it since
+        (``If-Match``), as two ``inferd deploy`` of one deployment at once must."""
+        routing = ",".join(f"{route.service_id}={route.weight}" for route in self.routes)
+        routing += f";{self.shadow_service_id}={self.shadow_percent}"
+        return '"' + hashlib.sha256(routing.encode()).hexdigest()[:20] + '"'
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ STATUSES: dict[type[BaseException], Status] = {
     errors.ClientTimeout: Status(408, "DEADLINE_EXCEEDED"),
     errors.InvalidInput: Status(400, "INVALID_ARGUMENT"),
     errors.NotFound: Status(404, "NOT_FOUND"),
+    errors.PreconditionFailed: Status(412, "FAILED_PRECONDITION"),
     errors.Conflict: Status(409, "FAILED_PRECONDITION"),
     errors.ModelNotReady: Status(503, "UNAVAILABLE"),
     errors.StoredObjectMissing: Status(404, "NOT_FOUND"),

@@ -209,3 +209,63 @@ def test_weights_must_sum_to_100(tmp_path: Path, weights: list[int]) -> None:
         assert running.call("GET", "/deployments/iris/endpoints").json() == []
         for service in services:
             assert running.call("DELETE", f"/services/{service}").status_code == 204
+
+
+def test_an_endpoint_switch_can_be_made_on_condition_that_nobody_switched_it_since(tmp_path: Path) -> None:
+    """HTTP's conditional requests on an endpoint: its ``ETag`` (also ``etag`` in each record) names
+    what it routes to; ``If-Match`` with a tag it no longer has, or ``If-None-Match: *`` once it
+    exists, is 412 with the reason and changes nothing."""
+    with control(tmp_path / "data") as running:
+        running.call("POST", "/deployments", json={"name": "iris"})
+        pushed = running.verb("push", "iris", str(project(tmp_path / "p", 1.0)), "--label", "1", "--json")
+        version = __import__("json").loads(pushed.stdout)["id"]
+        one, two = (
+            running.call("POST", "/deployments/iris/services", json={"version": version}).json()["id"]
+            for _ in range(2)
+        )
+        for service in (one, two):
+            wait_state(running, service, "running")
+        path = "/deployments/iris/endpoints/main"
+
+        def switch(service: str, condition: dict[str, str]) -> httpx.Response:
+            return running.call(
+                "PUT", path, json={"routes": [{"service": service, "weight": 100}]}, headers=condition
+            )
+
+        created = switch(one, {"if-none-match": "*"})
+        assert created.status_code == 200, created.text
+        first_tag = created.headers["etag"]
+        assert created.json()["etag"] == first_tag
+        again = switch(two, {"if-none-match": "*"})
+        assert again.status_code == 412 and "exists already" in again.json()["error"]
+
+        switched = switch(two, {"if-match": first_tag})
+        assert switched.status_code == 200, switched.text
+        second_tag = switched.headers["etag"]
+        assert second_tag != first_tag
+        stale = switch(one, {"if-match": first_tag})
+        assert stale.status_code == 412, stale.text
+        assert "changed since it was read" in stale.json()["error"] and second_tag in stale.json()["error"]
+        (endpoint,) = running.call("GET", "/deployments/iris/endpoints").json()
+        assert [route["service_id"] for route in endpoint["routes"]] == [two]
+        assert (
+            running.call("GET", f"/endpoints/{endpoint['id']}").headers["etag"]
+            == second_tag
+            == endpoint["etag"]
+        )
+        assert through(running) == 1.0
+
+        assert switch(one, {"if-match": f'"other", {second_tag}'}).status_code == 200  # one of a list
+        assert switch(two, {}).status_code == 200  # no condition: as before
+        missing = running.call(
+            "PUT",
+            "/deployments/iris/endpoints/canary",
+            json={"routes": [{"service": one, "weight": 100}]},
+            headers={"if-match": "*"},
+        )
+        assert missing.status_code == 412 and "does not exist" in missing.json()["error"]
+        assert [e["name"] for e in running.call("GET", "/deployments/iris/endpoints").json()] == ["main"]
+        paths = running.call("GET", "/openapi.json").json()["paths"]
+        put = paths["/platform/v1/deployments/{deployment}/endpoints/{name}"]["put"]
+        assert {"If-Match", "If-None-Match"} <= {parameter["name"] for parameter in put["parameters"]}
+        assert "412" in put["responses"]

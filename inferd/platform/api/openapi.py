@@ -23,6 +23,12 @@ _ERROR = {
     },
 }
 _RECORD = {"type": "object"}
+#: The conditions an endpoint switch takes: the ``etag`` (also the ``ETag`` header) of the endpoint
+#: as the client read it, or ``*`` to create it only if it does not exist.
+_CONDITIONS = [
+    {"name": "If-Match", "in": "header", "required": False, "schema": {"type": "string"}},
+    {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string", "enum": ["*"]}},
+]
 _BODIES = {
     model.__name__: model
     for model in (NewDeployment, NewService, ScalingBody, EndpointBody, NewRun, NewTrigger, TriggerChange)
@@ -140,6 +146,9 @@ def document() -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for path, method, summary, body, status, many in OPERATIONS:
         paths.setdefault(PREFIX + path, {})[method] = _operation(path, summary, body, status, many)
+    switch = paths[PREFIX + "/deployments/{deployment}/endpoints/{name}"]["put"]
+    switch["parameters"] += _CONDITIONS
+    switch["responses"]["412"] = {**_ERROR, "description": "the endpoint changed since it was read"}
     schemas: dict[str, Any] = {}
     for name, model in _BODIES.items():
         found = model.model_json_schema(ref_template="#/components/schemas/{model}")

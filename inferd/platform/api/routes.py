@@ -19,6 +19,7 @@ from inferd.core.errors import InvalidInput
 from inferd.platform.api import openapi
 from inferd.platform.api.bodies import EndpointBody, NewDeployment, NewService, ScalingBody, parse, record
 from inferd.platform.manager import Platform
+from inferd.platform.records import Endpoint
 from inferd.platform.records import Route as Weighted
 from inferd.protocols.control import ControlRoute
 from inferd.protocols.forms import UploadLimits, read_form
@@ -31,6 +32,11 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def answer(value: Any, status_code: int = 200) -> JSONResponse:
     return JSONResponse(record(value), status_code=status_code)
+
+
+def endpoint_record(endpoint: Endpoint) -> dict[str, Any]:
+    """An endpoint as JSON, with its ``etag``: what a switch's ``If-Match`` names."""
+    return {**record(endpoint), "etag": endpoint.etag}
 
 
 class ControlAPI:
@@ -148,7 +154,8 @@ class ControlAPI:
     # ---- endpoints ----
 
     async def endpoints(self, request: Request) -> Response:
-        return answer(self.store.endpoints(self.store.deployment(request.path_params["deployment"]).id))
+        found = self.store.endpoints(self.store.deployment(request.path_params["deployment"]).id)
+        return JSONResponse([endpoint_record(endpoint) for endpoint in found])
 
     async def set_endpoint(self, request: Request) -> Response:
         body: EndpointBody = parse(EndpointBody, await request.body())
@@ -158,11 +165,14 @@ class ControlAPI:
             [Weighted(route.service, route.weight) for route in body.routes],
             body.shadow.service if body.shadow else None,
             body.shadow.percent if body.shadow else 0,
+            if_match=request.headers.get("if-match"),
+            if_none_match=request.headers.get("if-none-match"),
         )
-        return answer(endpoint)
+        return JSONResponse(endpoint_record(endpoint), headers={"ETag": endpoint.etag})
 
     async def endpoint(self, request: Request) -> Response:
-        return answer(self.store.endpoint(request.path_params["endpoint"]))
+        endpoint = self.store.endpoint(request.path_params["endpoint"])
+        return JSONResponse(endpoint_record(endpoint), headers={"ETag": endpoint.etag})
 
     async def delete_endpoint(self, request: Request) -> Response:
         await self.platform.delete_endpoint(request.path_params["endpoint"])

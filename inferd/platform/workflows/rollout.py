@@ -84,7 +84,7 @@ def roll_out(
             if shadow is not None:
                 body["shadow"] = {"service": shadow[0], "percent": shadow[1]}
             path = f"/deployments/{quoted(layout.deployment)}/endpoints/{quoted(layout.endpoint)}"
-            control.call("PUT", path, body)
+            _switch(control, path, body, before)
             outcome.switched = True
             say(f"endpoint {layout.endpoint}: " + ", ".join(f"{sid}={w}" for sid, w in routes))
     except (WorkflowError, ControlError):
@@ -97,6 +97,22 @@ def roll_out(
         outcome.retired.append(service_id)
         say(f"service {service_id} stopped and deleted")
     return outcome
+
+
+def _switch(control: Control, path: str, body: dict[str, Any], before: dict[str, Any] | None) -> None:
+    """Switch the endpoint on condition that it is still as this roll-out read it at its start: when
+    another one (or a route) switched it meanwhile, this one fails rather than retire the services
+    the other started, and the caller removes its own."""
+    condition = {"If-None-Match": "*"} if before is None else {"If-Match": before["etag"]}
+    try:
+        control.call("PUT", path, body, headers=condition)
+    except ControlError as exc:
+        if exc.status != 412:
+            raise
+        raise WorkflowError(
+            f"{exc.message}. Another deploy (or a route) switched the endpoint while this one ran: "
+            "nothing was switched and the services this deploy started are removed; deploy again"
+        ) from None
 
 
 def _version(

@@ -1,13 +1,15 @@
 """``inferd deploy / get / logs / delete`` against a control process: a Cortex ONNX project (the
 model built here) deployed, called through the gateway, updated under load with no failed request,
 deployed again unchanged (nothing happens), deployed broken (the deploy fails with the reason, the
-running version keeps serving), looked at, followed, deleted."""
+running version keeps serving), looked at, followed, deleted; and two deploys of one API at once (the
+first to switch wins, the other leaves nothing behind)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import textwrap
+import threading
 from pathlib import Path
 
 import httpx
@@ -40,9 +42,9 @@ HANDLER = """
 """
 
 
-def project(folder: Path, version: str) -> Path:
+def project(folder: Path, version: str, api: str = "iris") -> Path:
     handler = f"VERSION = {version!r}\n" + textwrap.dedent(HANDLER)
-    write(folder, {"cortex.yaml": CORTEX_YAML, "handler.py": handler})
+    write(folder, {"cortex.yaml": CORTEX_YAML.replace("name: iris", f"name: {api}"), "handler.py": handler})
     if not (folder / "iris.onnx").exists():
         iris_onnx(folder / "iris.onnx")
     return folder
@@ -123,6 +125,51 @@ def test_deploy_update_and_delete(platform: Control, tmp_path: Path) -> None:
     assert platform.call("GET", "/deployments/iris").status_code == 404
     missing = verb(platform, "delete", "iris")
     assert missing.returncode == 1 and "no deployment" in missing.stderr
+
+
+def test_two_deploys_at_once_one_switches_and_the_other_leaves_nothing(
+    platform: Control, tmp_path: Path
+) -> None:
+    """Two roll-outs of one API that both read the endpoint before either switched it: the first to
+    switch wins; the other's switch fails on its condition (If-Match), it removes the service it
+    started and retires nothing, so the winner's service serves alone and none is left orphaned."""
+    from inferd.platform.workflows.control import Control as ControlAPI
+    from inferd.platform.workflows.cortex import cortex_layouts
+    from inferd.platform.workflows.layout import WorkflowError
+    from inferd.platform.workflows.rollout import roll_out
+
+    assert verb(platform, "deploy", str(project(tmp_path / "v0", "0", api="race"))).returncode == 0
+    both_started = threading.Barrier(2, timeout=120)
+    outcomes: dict[str, object] = {}
+
+    def deploy(version: str) -> None:
+        def say(line: str) -> None:
+            if line.endswith(" running"):  # both have read the endpoint and started their service
+                both_started.wait()
+
+        (layout,) = cortex_layouts(project(tmp_path / version, version, api="race"))
+        with ControlAPI(platform.base) as api:
+            try:
+                outcomes[version] = roll_out(api, layout, say=say)
+            except WorkflowError as exc:
+                outcomes[version] = exc
+
+    threads = [threading.Thread(target=deploy, args=(version,)) for version in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(180)
+    failed = [version for version, outcome in outcomes.items() if isinstance(outcome, WorkflowError)]
+    assert len(outcomes) == 2 and len(failed) == 1, outcomes
+    (winner,) = {"a", "b"} - set(failed)
+    assert "changed since it was read" in str(outcomes[failed[0]]), outcomes[failed[0]]
+    services = platform.call("GET", "/deployments/race/services").json()
+    assert [service["id"] for service in services] == outcomes[winner].started  # type: ignore[attr-defined]
+    (endpoint,) = platform.call("GET", "/deployments/race/endpoints").json()
+    assert [route["service_id"] for route in endpoint["routes"]] == [services[0]["id"]]
+    answer = httpx.post(f"{platform.gateway}/e/race/race", json=SETOSA, timeout=30)
+    assert answer.json() == {"label": "iris-setosa", "version": winner}
+    assert verb(platform, "delete", "race").returncode == 0
 
 
 @pytest.mark.parametrize(
