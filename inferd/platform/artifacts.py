@@ -26,9 +26,11 @@ import shutil
 import stat
 import tarfile
 import tempfile
+import threading
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -87,16 +89,22 @@ class ArtifactStore:
         self.max_members = max_members
         self.max_unpacked_bytes = max_bytes if max_unpacked_bytes is None else max_unpacked_bytes
         (root / "sha256").mkdir(parents=True, exist_ok=True)
+        #: Bundles a put made and its caller has not released yet (`release`), never discarded; the
+        #: lock makes a put's "hold, then place the file" one step against `discard`'s "ask, then unlink".
+        self._held: Counter[str] = Counter()
+        self._lock = threading.Lock()
 
     def put_folder(self, folder: Path) -> Bundle:
-        """Bundle a project folder of this machine; links leading out of it are left out."""
+        """Bundle a project folder of this machine; links leading out of it are left out. The bundle
+        is held (kept by `discard`) until the caller, having recorded it, calls `release`."""
         if not folder.is_dir():
             raise InvalidInput(f"{folder} is not a folder")
         with self._scratch() as scratch:
             return self._keep(folder, scratch)
 
     def put_archive(self, stream: BinaryIO, content_type_or_name: str = "upload") -> Bundle:
-        """Bundle an uploaded tar (plain, gz, bz2, xz) or zip, read from ``stream``, once checked."""
+        """Bundle an uploaded tar (plain, gz, bz2, xz) or zip, read from ``stream``, once checked; held
+        until `release` like `put_folder`'s."""
         with self._scratch() as scratch:
             upload = scratch / "upload"
             _receive(stream, upload, self.max_bytes, content_type_or_name)
@@ -127,6 +135,29 @@ class ArtifactStore:
         except (InvalidInput, NotFound):
             return False
         return True
+
+    def release(self, digest: str) -> None:
+        """What a put held may go, once nothing names it (the caller has recorded it, or failed to)."""
+        with self._lock:
+            self._held[digest] -= 1
+            if self._held[digest] <= 0:
+                del self._held[digest]
+
+    def discard(self, digest: str, named: Callable[[str], bool]) -> bool:
+        """Remove this machine's copy of a bundle when ``named(digest)`` says nothing names it any more
+        and no put holds it (asked under the lock a put holds it with, so the same content pushed
+        meanwhile keeps its file). Copies in object storage stay: other control processes sharing
+        the bucket may name them. Whether the file went."""
+        match = DIGEST_PATTERN.fullmatch(digest)
+        if match is None:
+            return False
+        with self._lock:
+            if self._held[digest] or named(digest):
+                return False
+            path = self.root / "sha256" / f"{match[1]}.tar.gz"
+            gone = path.is_file()
+            path.unlink(missing_ok=True)
+        return gone
 
     def unpack(self, digest: str, into: Path) -> Path:
         """Extract a bundle into the folder ``into``, which must not exist or be empty (`Conflict`);
@@ -160,12 +191,18 @@ class ArtifactStore:
             file.flush()
             os.fsync(file.fileno())
         hex = digesting.hash.hexdigest()
-        path = self.root / "sha256" / f"{hex}.tar.gz"
-        if not path.is_file():
-            os.replace(packed, path)
+        digest, path = f"sha256:{hex}", self.root / "sha256" / f"{hex}.tar.gz"
+        with self._lock:
+            self._held[digest] += 1
+            if not path.is_file():
+                os.replace(packed, path)
         if self.copies is not None:
-            self.copies.keep(path, hex)
-        return Bundle(f"sha256:{hex}", digesting.size, path)
+            try:
+                self.copies.keep(path, hex)
+            except BaseException:
+                self.release(digest)
+                raise
+        return Bundle(digest, digesting.size, path)
 
 
 class _Digesting:

@@ -86,7 +86,9 @@ class Platform:
 
     def delete_deployment(self, name_or_id: str) -> None:
         deployment = self.store.deployment(name_or_id)
+        digests = {version.digest for version in self.store.versions(deployment.id)}
         self.store.delete_deployment(deployment.id)
+        self._discard_bundles(digests)
 
     # ---- versions ----
 
@@ -108,9 +110,29 @@ class Platform:
             if isinstance(archive, Path)
             else self.artifacts.put_archive(archive)
         )
-        return self.store.add_version(
-            found.id, label, bundle.digest, bundle.size, target, dialect, dict(environment or {}), version_id
-        )
+        try:
+            environment = dict(environment or {})
+            version = self.store.add_version(
+                found.id, label, bundle.digest, bundle.size, target, dialect, environment, version_id
+            )
+        except BaseException:
+            self.artifacts.release(bundle.digest)
+            self._discard_bundles({bundle.digest})  # a refused version (its label taken) leaves none
+            raise
+        self.artifacts.release(bundle.digest)
+        return version
+
+    def delete_version(self, version_id: str) -> None:
+        """Delete a version (`Store.delete_version`'s refusals), and its bundle when no other version
+        is of the same content."""
+        version = self.store.version(version_id)
+        self.store.delete_version(version.id)
+        self._discard_bundles({version.digest})
+
+    def _discard_bundles(self, digests: set[str]) -> None:
+        """This machine's copies of the bundles no version is of any more (object storage keeps its)."""
+        for digest in digests:
+            self.artifacts.discard(digest, self.store.names_bundle)
 
     # ---- services ----
 

@@ -491,7 +491,7 @@ class Store:
         """Delete a deployment with its versions, stopped services, finished runs and triggers.
 
         `Conflict` while it has endpoints, services that are not stopped or failed, or unfinished
-        runs. The versions' bundles stay in the artifact store (another deployment may share them).
+        runs. The store keeps no bundles: `Platform.delete_deployment` discards those nothing names.
         """
         with self._write() as db:
             deployment = self._deployment(db, id)
@@ -570,9 +570,15 @@ class Store:
             deployment = self._deployment(db, deployment_id)
             return _select(db, VERSIONS, "deployment_id = ?", deployment.id)
 
+    def names_bundle(self, digest: str) -> bool:
+        """Whether any version (of any deployment) is of the bundle ``digest``."""
+        with self._read() as db:
+            found = db.execute("SELECT 1 FROM versions WHERE digest = ? LIMIT 1", (digest,)).fetchone()
+        return found is not None
+
     def delete_version(self, id: str) -> None:
         """Delete a version and its finished runs; `Conflict` while a service or trigger names it, or
-        a run of it is unfinished. Its bundle stays in the artifact store."""
+        a run of it is unfinished. (`Platform.delete_version` discards its bundle if nothing names it.)"""
         with self._write() as db:
             version = _get(db, VERSIONS, id)
             busy = [

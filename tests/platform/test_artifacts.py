@@ -116,6 +116,26 @@ def test_a_folder_gives_one_digest_whatever_its_times_modes_and_clutter(
     assert store.put_folder(copy).digest != first.digest
 
 
+def test_a_bundle_is_discarded_only_when_nothing_names_it_and_no_put_holds_it(
+    store: ArtifactStore, root: Path, project: Path
+) -> None:
+    named: set[str] = set()
+    first = store.put_folder(project)
+    again = store.put_folder(project)  # the same content, pushed meanwhile: held twice
+    assert again.digest == first.digest
+    store.release(first.digest)
+    assert not store.discard(first.digest, named.__contains__) and first.path.is_file()  # still held
+    named.add(first.digest)  # the second put's caller recorded it
+    store.release(again.digest)
+    assert not store.discard(first.digest, named.__contains__) and first.path.is_file()  # named
+    named.clear()
+    assert store.discard(first.digest, named.__contains__) and not first.path.exists()
+    assert not store.discard(first.digest, named.__contains__)  # gone already
+    assert not store.discard("sha256:../../etc", named.__contains__)
+    assert store.put_folder(project).path.is_file()  # put again, it comes back
+    assert leftovers(root) == []
+
+
 def test_a_bundle_unpacks_to_the_project(store: ArtifactStore, project: Path, tmp_path: Path) -> None:
     (project / "models" / "latest").symlink_to(project / "models" / "weights.bin")  # absolute, inside
     bundle = store.put_folder(project)

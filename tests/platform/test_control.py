@@ -269,3 +269,36 @@ def test_an_endpoint_switch_can_be_made_on_condition_that_nobody_switched_it_sin
         put = paths["/platform/v1/deployments/{deployment}/endpoints/{name}"]["put"]
         assert {"If-Match", "If-None-Match"} <= {parameter["name"] for parameter in put["parameters"]}
         assert "412" in put["responses"]
+
+
+def test_a_bundle_goes_with_the_last_version_of_its_content(tmp_path: Path) -> None:
+    """Versions of one content share one bundle file: deleting one version keeps it for the other,
+    deleting the last (or its deployment) removes it; a version refused (its label taken) leaves
+    no bundle of its own."""
+    bundles = tmp_path / "data" / "platform" / "artifacts" / "sha256"
+    with control(tmp_path / "data") as running:
+        folder = project(tmp_path / "p", 1.0)
+        for deployment in ("a", "b"):
+            running.call("POST", "/deployments", json={"name": deployment})
+        pushed = {
+            deployment: __import__("json").loads(
+                running.verb("push", deployment, str(folder), "--label", "1", "--json").stdout
+            )
+            for deployment in ("a", "b")
+        }
+        assert pushed["a"]["digest"] == pushed["b"]["digest"]
+        shared = bundles / f"{pushed['a']['digest'].removeprefix('sha256:')}.tar.gz"
+        assert [path.name for path in bundles.iterdir()] == [shared.name]
+
+        (folder / "model.py").write_text((folder / "model.py").read_text().replace("1.0", "2.0"))
+        clash = running.verb("push", "a", str(folder), "--label", "1")
+        assert clash.returncode != 0 and "'1'" in clash.stderr + clash.stdout
+        assert [path.name for path in bundles.iterdir()] == [shared.name]  # the refused one's is gone
+
+        assert running.call("DELETE", f"/versions/{pushed['a']['id']}").status_code == 204
+        assert shared.is_file()
+        archive = running.call("GET", f"/versions/{pushed['b']['id']}/archive")
+        assert archive.status_code == 200 and archive.content == shared.read_bytes()
+        assert running.call("DELETE", "/deployments/b").status_code == 204
+        assert list(bundles.iterdir()) == []
+        assert running.call("GET", "/deployments/a").status_code == 200  # the other deployment stays

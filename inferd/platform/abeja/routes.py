@@ -255,7 +255,7 @@ class AbejaAPI:
             self.pending.pop(version_id, None)
         else:
             version = of_deployment(self.store.version(version_id), deployment)
-            self.store.delete_version(version.id)
+            self.platform.delete_version(version.id)
         return JSONResponse({"message": f"{version_id} deleted"})
 
     async def download(self, request: Request) -> Response:

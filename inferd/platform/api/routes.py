@@ -101,7 +101,7 @@ class ControlAPI:
         return FileResponse(path, media_type="application/gzip", filename=name)
 
     async def delete_version(self, request: Request) -> Response:
-        self.store.delete_version(self.store.version(request.path_params["version"]).id)
+        self.platform.delete_version(request.path_params["version"])
         return Response(status_code=204)
 
     # ---- services ----
