@@ -148,12 +148,14 @@ class Platform:
         """Record a service of ``version_id`` and start it; it is ``starting`` until its server is ready.
         ``engine`` ``ray`` runs it on Ray Serve (InvalidInput when Ray is not installed), which scales
         it itself between ``scaling``'s bounds. A version whose model is a storage URI the store has
-        not got, refuses or cannot be reached records nothing (`check_model_source`)."""
+        not got, refuses or cannot be reached records nothing (`check_model_source`), nor does one
+        whose bundle this machine lacks and cannot fetch from the artifact store's object storage."""
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         if engine == "ray" and importlib.util.find_spec("ray") is None:
             raise InvalidInput("the ray engine needs Ray Serve beside inferd: pip install 'inferd[ray]'")
         await check_model_source(version.target, {**version.environment, **(environment or {})})
+        await asyncio.to_thread(self.artifacts.open, version.digest)
         scaling = scaling or Scaling()
         service = self.store.add_service(
             found.id,

@@ -85,6 +85,16 @@ def test_a_service_starts_from_the_copy_in_object_storage(bucket: Bucket, tmp_pa
         for cached in (data / "platform" / "artifacts" / "sha256").iterdir():
             cached.unlink()  # as on a new machine: only the bucket has it
 
+        lost = push(running, scaling(tmp_path / "q", 4.0), "2")
+        lost_digest = running.call("GET", f"/versions/{lost}").json()["digest"]
+        (data / "platform" / "artifacts" / "sha256" / f"{lost_digest.split(':')[1]}.tar.gz").unlink()
+        bucket.client.delete_object(
+            Bucket=bucket.name, Key=f"bundles/sha256/{lost_digest.split(':')[1]}.tar.gz"
+        )
+        refused = running.call("POST", "/deployments/app/services", json={"version": lost})
+        assert refused.status_code == 404 and lost_digest in refused.json()["error"], refused.text
+        assert running.call("GET", "/deployments/app/services").json() == []  # nothing recorded
+
         created = running.call("POST", "/deployments/app/services", json={"version": version})
         assert created.status_code == 201, created.text
         service = wait_state(running, created.json()["id"], "running")
