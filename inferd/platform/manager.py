@@ -110,17 +110,14 @@ class Platform:
             if isinstance(archive, Path)
             else self.artifacts.put_archive(archive)
         )
+        variables = dict(environment or {})
         try:
-            environment = dict(environment or {})
-            version = self.store.add_version(
-                found.id, label, bundle.digest, bundle.size, target, dialect, environment, version_id
+            return self.store.add_version(
+                found.id, label, bundle.digest, bundle.size, target, dialect, variables, version_id
             )
-        except BaseException:
+        finally:
             self.artifacts.release(bundle.digest)
-            self._discard_bundles({bundle.digest})  # a refused version (its label taken) leaves none
-            raise
-        self.artifacts.release(bundle.digest)
-        return version
+            self._discard_bundles({bundle.digest})  # kept once recorded; a refused version leaves none
 
     def delete_version(self, version_id: str) -> None:
         """Delete a version (`Store.delete_version`'s refusals), and its bundle when no other version
