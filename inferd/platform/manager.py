@@ -395,8 +395,12 @@ class Platform:
 
     async def _unpacked(self, service: Service, version: Version) -> Path:
         """The service's folder, its version's bundle unpacked there once (fetched first, from the
-        artifact store's copy in object storage, when this machine lacks it: in a thread)."""
-        folder = self.services_root / service.id
+        artifact store's copy in object storage, when this machine lacks it: in a thread). It is
+        named after the deployment, inside the service's own folder: a model its project does not
+        name is served under the name of its folder (`inferd serve examples/iris` serves ``iris``),
+        so a deployment ``iris`` of that folder serves ``iris`` too, not the service's id."""
+        deployment = self.store.deployment(service.deployment_id)
+        folder = self.services_root / service.id / deployment.name
         if not folder.exists():
             try:
                 await asyncio.to_thread(self.artifacts.unpack, version.digest, folder)

@@ -18,6 +18,7 @@ import pytest
 
 from tests.platform.control import Control, control, native_project
 from tests.platform.gateway.grpc_support import GrpcLoad, infer
+from tests.servers import ROOT
 
 REQUEST = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
 
@@ -302,3 +303,25 @@ def test_a_bundle_goes_with_the_last_version_of_its_content(tmp_path: Path) -> N
         assert running.call("DELETE", "/deployments/b").status_code == 204
         assert list(bundles.iterdir()) == []
         assert running.call("GET", "/deployments/a").status_code == 200  # the other deployment stays
+
+
+def test_the_quick_start_of_docs_platform_md_serves_the_example(tmp_path: Path) -> None:
+    """docs/platform.md's first steps with the bundled example, whose project does not name its model:
+    it is served under its deployment's name (the folder it was pushed from is not in the bundle;
+    its service's folder was once the service's id, and so was the model's name)."""
+    with control(tmp_path / "data") as running:
+        assert running.verb("create-deployment", "iris").returncode == 0
+        pushed = running.verb("push", "iris", str(ROOT / "examples" / "iris"), "--label", "1.0", "--json")
+        version = __import__("json").loads(pushed.stdout)["id"]
+        started = running.verb("start", "iris", version, "--json")
+        service = wait_state(running, __import__("json").loads(started.stdout)["id"], "running")
+        assert running.verb("route", "iris", "main", f"{service['id']}=100").returncode == 0
+        request = (ROOT / "examples" / "iris" / "request.json").read_bytes()
+        answer = httpx.post(
+            f"{running.gateway}/e/main/v2/models/iris/infer",
+            content=request,
+            headers={"content-type": "application/json"},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["model_name"] == "iris" and answer.json()["outputs"][0]["shape"][0] == 2

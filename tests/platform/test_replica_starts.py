@@ -78,7 +78,7 @@ async def test_a_replica_that_fails_to_start_is_retried_then_failed_then_retried
         "fussy", version.id, environment=with_this_tree({}), scaling=Scaling(1, 3)
     )
     first = await until(platform, created.id, lambda s: s.state is ServiceState.RUNNING)
-    (platform.services_root / created.id / "broken").touch()  # replicas from now on fail to load
+    (platform.services_root / created.id / "fussy" / "broken").touch()  # replicas from now on fail to load
 
     await platform.scale(created.id, 2)
     seen: list[str] = []
@@ -92,7 +92,7 @@ async def test_a_replica_that_fails_to_start_is_retried_then_failed_then_retried
     assert "fussy: the folder is marked broken" in failed.reason
     assert (failed.state, failed.pid, failed.ready_replicas) == (ServiceState.RUNNING, first.pid, 1)
 
-    (platform.services_root / created.id / "broken").unlink()
+    (platform.services_root / created.id / "fussy" / "broken").unlink()
     await platform.scale(created.id, 2)  # the same count: the failed replica is started again
     healed = await until(platform, created.id, lambda s: s.ready_replicas == 2)
     assert healed.reason == "" and healed.state is ServiceState.RUNNING
