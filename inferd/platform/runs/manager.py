@@ -215,8 +215,10 @@ class Runs:
         remote = is_remote(run.output)
         output = work / "output" if remote else Path(run.output)
         try:
-            folder = work / "bundle"
-            await asyncio.to_thread(shutil.rmtree, folder, True)
+            bundle = work / "bundle"
+            await asyncio.to_thread(shutil.rmtree, bundle, True)
+            # named after the deployment, as a service's folder (`Platform._unpacked`)
+            folder = bundle / self.store.deployment(run.deployment_id).name
             await asyncio.to_thread(self.artifacts.unpack, version.digest, folder)
             files = await asyncio.to_thread(locations.expand, run.inputs, self.cache)
             environment = {**version.environment, **{k: str(v) for k, v in run.parameters.items()}}

@@ -93,7 +93,9 @@ def test_runs_of_native_abeja_failing_and_slow_versions(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with control(data) as running:
         assert running.verb("create-deployment", "app").returncode == 0
-        native = push(running, project(tmp_path / "native", 2.0), "native")
+        unnamed = project(tmp_path / "native", 2.0)
+        (unnamed / "inferd.yaml").unlink()  # its model is then named after its deployment
+        native = push(running, unnamed, "native")
         failing = push(running, broken(tmp_path / "broken"), "broken")
         sleepy = push(running, slow(tmp_path / "slow"), "slow")
         options = ("--dialect", "abeja", "--target", "main:handler")
@@ -112,7 +114,7 @@ def test_runs_of_native_abeja_failing_and_slow_versions(tmp_path: Path) -> None:
         assert done["state"] == "succeeded" and done["reason"] == "" and done["finished_at"]
         for number in range(3):
             answer = json.loads((tmp_path / "out" / f"in{number}.json").read_text())
-            assert answer["outputs"][0]["data"] == [2.0 * number, 2.0]
+            assert answer["outputs"][0]["data"] == [2.0 * number, 2.0] and answer["model_name"] == "app"
         logs = running.verb("run-logs", done["id"]).stdout
         assert all(f"input {path}: HTTP 200, written" in logs for path in given), logs
         assert "inferd ready" in logs  # the server's own output
