@@ -6,6 +6,7 @@ restarted with its services adopted, and the errors of bad requests."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import tarfile
 import threading
@@ -91,7 +92,7 @@ def test_deploy_switch_and_adopt(tmp_path: Path, short_path: Path, data_path: st
                 "push", "iris", str(project(tmp_path / label, factor)), "--label", label, "--json"
             )
             assert pushed.returncode == 0, pushed.stderr
-            versions.append(__import__("json").loads(pushed.stdout)["id"])
+            versions.append(json.loads(pushed.stdout)["id"])
         services = []
         for version in versions:
             created = running.call("POST", "/deployments/iris/services", json={"version": version})
@@ -192,7 +193,7 @@ def test_weights_must_sum_to_100(tmp_path: Path, weights: list[int]) -> None:
         running.call("POST", "/deployments", json={"name": "iris"})
         folder = project(tmp_path / "p", 1.0)
         pushed = running.verb("push", "iris", str(folder), "--label", "1", "--json")
-        version = __import__("json").loads(pushed.stdout)["id"]
+        version = json.loads(pushed.stdout)["id"]
         services = [
             running.call("POST", "/deployments/iris/services", json={"version": version}).json()["id"]
             for _ in weights
@@ -219,7 +220,7 @@ def test_an_endpoint_switch_can_be_made_on_condition_that_nobody_switched_it_sin
     with control(tmp_path / "data") as running:
         running.call("POST", "/deployments", json={"name": "iris"})
         pushed = running.verb("push", "iris", str(project(tmp_path / "p", 1.0)), "--label", "1", "--json")
-        version = __import__("json").loads(pushed.stdout)["id"]
+        version = json.loads(pushed.stdout)["id"]
         one, two = (
             running.call("POST", "/deployments/iris/services", json={"version": version}).json()["id"]
             for _ in range(2)
@@ -282,7 +283,7 @@ def test_a_bundle_goes_with_the_last_version_of_its_content(tmp_path: Path) -> N
         for deployment in ("a", "b"):
             running.call("POST", "/deployments", json={"name": deployment})
         pushed = {
-            deployment: __import__("json").loads(
+            deployment: json.loads(
                 running.verb("push", deployment, str(folder), "--label", "1", "--json").stdout
             )
             for deployment in ("a", "b")
@@ -312,9 +313,9 @@ def test_the_quick_start_of_docs_platform_md_serves_the_example(tmp_path: Path) 
     with control(tmp_path / "data") as running:
         assert running.verb("create-deployment", "iris").returncode == 0
         pushed = running.verb("push", "iris", str(ROOT / "examples" / "iris"), "--label", "1.0", "--json")
-        version = __import__("json").loads(pushed.stdout)["id"]
+        version = json.loads(pushed.stdout)["id"]
         started = running.verb("start", "iris", version, "--json")
-        service = wait_state(running, __import__("json").loads(started.stdout)["id"], "running")
+        service = wait_state(running, json.loads(started.stdout)["id"], "running")
         assert running.verb("route", "iris", "main", f"{service['id']}=100").returncode == 0
         request = (ROOT / "examples" / "iris" / "request.json").read_bytes()
         answer = httpx.post(
