@@ -398,9 +398,15 @@ class Platform:
         artifact store's copy in object storage, when this machine lacks it: in a thread). It is
         named after the deployment, inside the service's own folder: a model its project does not
         name is served under the name of its folder (`inferd serve examples/iris` serves ``iris``),
-        so a deployment ``iris`` of that folder serves ``iris`` too, not the service's id."""
+        so a deployment ``iris`` of that folder serves ``iris`` too, not the service's id.
+
+        A service unpacked by an inferd before that (its project right in its own folder) keeps that
+        folder, so a restart of it serves under the name its clients know."""
         deployment = self.store.deployment(service.deployment_id)
-        folder = self.services_root / service.id / deployment.name
+        own = self.services_root / service.id
+        if own.is_dir() and [entry.name for entry in own.iterdir()] not in ([], [deployment.name]):
+            return own
+        folder = own / deployment.name
         if not folder.exists():
             try:
                 await asyncio.to_thread(self.artifacts.unpack, version.digest, folder)

@@ -1,14 +1,17 @@
 """A replica that fails to start, in a real `Platform` (its store, artifact store, the embedded
 gateway's table and real ``inferd serve`` processes; short back-offs): it is started again with
 back-off like a service, then ``failed``, the reason shown in its service's record while the service
-keeps serving on its other replicas; the next scaling of the service starts it again."""
+keeps serving on its other replicas; the next scaling of the service starts it again. And the folder
+a service runs in, which names a model its project does not name."""
 
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from inferd.platform.artifacts import ArtifactStore
@@ -98,3 +101,34 @@ async def test_a_replica_that_fails_to_start_is_retried_then_failed_then_retried
     assert healed.reason == "" and healed.state is ServiceState.RUNNING
     (replica,) = platform.store.replicas(created.id)
     assert replica.state is ServiceState.RUNNING and replica.reason == ""
+
+
+async def test_a_model_is_named_after_its_deployment_unless_an_older_inferd_unpacked_it(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """A project that does not name its model serves it under its folder's name: a service's folder is
+    named after its deployment. A service an inferd before that unpacked right in its own folder
+    (named by the service's id) keeps that folder when it starts again, and so the name its clients
+    know."""
+    project = tmp_path / "unnamed"
+    project.mkdir()
+    (project / "model.py").write_text(textwrap.dedent(MODEL))
+    platform.create_deployment("legacy")
+    version = platform.add_version("legacy", "1", project)
+    created = await platform.create_service("legacy", version.id, environment=with_this_tree({}))
+    running = await until(platform, created.id, lambda s: s.state is ServiceState.RUNNING)
+    assert served_names(running) == ["legacy"]
+
+    await platform.stop_service(created.id)
+    own = platform.services_root / created.id
+    for entry in (own / "legacy").iterdir():  # as an older inferd left it
+        entry.rename(own / entry.name)
+    (own / "legacy").rmdir()
+    await platform.start_service(created.id)
+    again = await until(platform, created.id, lambda s: s.state is ServiceState.RUNNING)
+    assert served_names(again) == [created.id] and not (own / "legacy").exists()
+
+
+def served_names(service: Service) -> list[str]:
+    index = httpx.post(f"http://127.0.0.1:{service.port}/v2/repository/index", timeout=30)
+    return [model["name"] for model in index.json()]
