@@ -2,7 +2,8 @@
 running services of one native version (answering ``x * 1`` and ``x * 2``) behind endpoint ``main`` at
 100/0. The page lists them with their states and traffic, stops and starts a service, switches the
 endpoint (a request through the gateway then answers from the second service), shows the API's own
-error for weights that do not sum to 100 (and the endpoint is unchanged), shows a hostile description
+error for weights that do not sum to 100 and for an endpoint switched meanwhile by someone else (and
+the endpoint is unchanged), shows a hostile description
 as text, and creates a deployment. Screenshots are kept under ``test-artifacts/``."""
 
 from __future__ import annotations
@@ -155,6 +156,19 @@ def test_stop_start_and_weights_from_the_page(setup: Setup) -> None:
         assert setup.endpoint() == {first: 100, second: 0}
         assert through(setup.running) == 1.0
         tab.screenshot("console-bad-weights.png")
+
+        # someone (a deploy) switches the endpoint while the page's weights are being edited: the page's
+        # save is refused with the API's reason, nothing changes, and the form shows the new weights
+        tab.fill(f"{endpoint} input[data-service={first}]", "0")
+        tab.fill(f"{endpoint} input[data-service={second}]", "100")
+        body = {"routes": [{"service": first, "weight": 50}, {"service": second, "weight": 50}]}
+        assert setup.running.call("PUT", "/deployments/iris/endpoints/main", json=body).status_code == 200
+        tab.click(f"{endpoint} button.save")
+        shown = tab.wait_for(f"document.querySelector('{endpoint} .error')?.innerText")
+        assert "has changed since it was read" in shown, shown
+        assert setup.endpoint() == {first: 50, second: 50}
+        assert tab.wait_for(f"document.querySelector('{endpoint} input[data-service={first}]').value") == "50"
+        tab.screenshot("console-switched-meanwhile.png")
 
         # 0/100: the endpoint switches, and the gateway answers from the second service
         tab.fill(f"{endpoint} input[data-service={first}]", "0")

@@ -29,8 +29,8 @@ const platform = (() => {
     }
   }
 
-  async function call(method, url, body) {
-    const init = { method, headers: { accept: "application/json" }, credentials: "same-origin" };
+  async function call(method, url, body, headers = {}) {
+    const init = { method, headers: { accept: "application/json", ...headers }, credentials: "same-origin" };
     if (body !== undefined) {
       init.headers["content-type"] = "application/json";
       init.body = JSON.stringify(body);
@@ -244,12 +244,23 @@ const platform = (() => {
         body.shadow = { service: endpoint.shadow_service_id, percent: endpoint.shadow_percent };
       }
       const target = endpoint ? endpoint.name : name.value.trim();
+      // only if nobody switched it (or created it) since this form was drawn
+      const condition = endpoint ? { "if-match": endpoint.etag } : { "if-none-match": "*" };
       save.disabled = true;
       try {
-        await call("PUT", `${API}/deployments/${path(deployment)}/endpoints/${path(target)}`, body);
+        await call("PUT", `${API}/deployments/${path(deployment)}/endpoints/${path(target)}`, body, condition);
       } catch (failure) {
-        show(error, failure.message);
         save.disabled = false;
+        if (failure instanceof ApiError && failure.status === 412) {
+          // drawn again from what the API now says, the API's words shown in the new form
+          delete form.dataset.dirty;
+          drawn.delete("endpoints");
+          await refresh();
+          const fresh = [...document.querySelectorAll("form.endpoint")].find((f) => f.dataset.endpoint === target);
+          if (fresh) show(fresh.querySelector(".error"), failure.message);
+          return;
+        }
+        show(error, failure.message);
         return;
       }
       delete form.dataset.dirty;
