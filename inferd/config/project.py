@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from inferd.config.settings import Settings
 from inferd.core.errors import TargetError
 from inferd.core.importer import split_target, working_directory
-from inferd.storage.locations import is_remote
+from inferd.storage.locations import is_remote, plain_target
 
 PROJECT_FILE = "inferd.yaml"
 #: Files in a project that call for an extra of inferd.
@@ -103,11 +103,11 @@ class Project:
 
 def fetched(target: str | None, given: Mapping[str, Any]) -> str | None:
     """``target`` (or ``INFERD_TARGET``) when it names object storage: its copy in the model cache the
-    settings name (`local_target`); any other target as it is. Workers are given the copy, so it is
-    downloaded once."""
+    settings name (`local_target`); a ``file://`` URI as its path; any other target as it is. Workers
+    are given the copy, so it is downloaded once."""
     named = target or os.environ.get("INFERD_TARGET")
     if not named or not is_remote(named):
-        return target
+        return plain_target(target) if target else target
     return _fetch(named, given)
 
 

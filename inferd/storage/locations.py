@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
+from inferd.core.importer import split_target
+
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
@@ -35,3 +37,13 @@ def local_path(text: str) -> Path | None:
     if rest.startswith("localhost/"):
         rest = rest[len("localhost") :]
     return Path(unquote(rest))
+
+
+def plain_target(target: str) -> str:
+    """``target`` with a ``file://`` URI written as the path it names, its ``:Class`` kept; any other
+    target as it is. Taken as a path, the URI would lose a slash (``Path("file:///abs")`` is
+    ``file:/abs``)."""
+    if scheme(target) != "file":
+        return target
+    uri, attribute = split_target(target)
+    return str(local_path(uri)) + (f":{attribute}" if attribute else "")

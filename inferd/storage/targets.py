@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from inferd.core.importer import split_target
 from inferd.storage.cache import ModelCache
-from inferd.storage.locations import is_remote
+from inferd.storage.locations import is_remote, plain_target
 
 
 def local_target(target: str, cache: ModelCache) -> str:
     """``target`` as this machine loads it: one in object storage (a file or a folder) fetched into
-    ``cache``, any other as it is."""
+    ``cache``, a ``file://`` URI as the path it names, any other as it is."""
     if not is_remote(target):
-        return target
+        return plain_target(target)
     uri, attribute = split_target(target)
-    found = cache.fetch(uri)
-    return str(found.path) + (f":{attribute}" if attribute else "")
+    return str(cache.fetch(uri).path) + (f":{attribute}" if attribute else "")

@@ -8,6 +8,7 @@ import pytest
 
 from inferd.storage import ModelCache, StorageError, is_remote, local_path
 from inferd.storage.errors import StorageNotFound
+from inferd.storage.locations import plain_target
 
 
 @pytest.mark.parametrize(
@@ -33,6 +34,20 @@ def test_any_scheme_but_file_is_remote(text: str) -> None:
 def test_plain_paths_and_file_uris_are_local(text: str, path: Path) -> None:
     assert not is_remote(text)
     assert local_path(text) == path
+
+
+@pytest.mark.parametrize(
+    ("target", "plain"),
+    [
+        ("file:///abs/examples/iris", "/abs/examples/iris"),
+        ("file:///abs/my%20model.py:Iris", "/abs/my model.py:Iris"),
+        ("file://localhost/abs/model.py", "/abs/model.py"),
+        ("examples/iris/model.py:Iris", "examples/iris/model.py:Iris"),
+        ("s3://bucket/model.py:Iris", "s3://bucket/model.py:Iris"),
+    ],
+)
+def test_a_file_uri_target_is_written_as_its_path(target: str, plain: str) -> None:
+    assert plain_target(target) == plain
 
 
 def test_a_local_file_or_folder_is_returned_as_it_is(tmp_path: Path, cache: ModelCache) -> None:

@@ -163,3 +163,13 @@ def test_a_cortex_savedmodel_folder_in_s3_serves_unchanged(
             assert answer.status_code == 200, answer.text
             assert answer.json()["label"] == label
     assert len(entries(data)) == 1
+
+
+def test_a_file_uri_target_serves_the_folder_it_names(tmp_path: Path) -> None:
+    """docs/storage.md accepts ``file://`` targets: ``inferd serve file:///abs/examples/iris`` serves
+    the folder (the URI taken as a path lost a slash: ``no such file or directory: file:/abs/...``)."""
+    uri = (ROOT / "examples" / "iris").as_uri()
+    with serve(uri, "--data-dir", str(tmp_path / "data")) as server:
+        answer = httpx.post(server.http_url + "/v2/models/iris/infer", json=IRIS_V2, timeout=10)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["model_name"] == "iris"
