@@ -112,5 +112,5 @@ def test_init_prints_the_next_commands_unbroken(tmp_path: Path) -> None:
     result = inferd("init", "a-project-with-a-fairly-long-name", "--dialect", "seldon", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     name = "a-project-with-a-fairly-long-name"
-    expected = f"inferd call {name} --input {name}/sample.json"
+    expected = f"inferd call {name} --url http://127.0.0.1:9000 --input {name}/sample.json"
     assert any(expected in line for line in result.stderr.splitlines())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,26 @@ def test_a_new_project_serves_answers_and_passes_its_own_test(dialect: str, tmp_
     tested = run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(project), cwd=project)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "passed" in tested.stdout
+
+
+#: The commands ``inferd init`` prints after the files it wrote.
+NEXT = re.compile(r"Next: inferd serve (?P<folder>\S+), then inferd (?P<call>call .+) \(see the README\)")
+
+
+@pytest.mark.parametrize("dialect", list(ANSWERS))
+def test_the_next_commands_init_prints_work_as_printed(dialect: str, tmp_path: Path) -> None:
+    """``inferd init`` ends with ``Next: inferd serve DIR, then inferd call ...``: run in the folder
+    init ran in, with the ports they name (Seldon's 9000, DEEPaaS's 5000, 8080 otherwise), the call
+    gets the scaffold's answer (Seldon and DEEPaaS printed a call to 8080: connection refused)."""
+    made = run(sys.executable, "-m", "inferd", "init", f"my-{dialect}", "--dialect", dialect, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    printed = NEXT.search(" ".join(made.stderr.split()))
+    assert printed, made.stderr
+    env = {"INFERD_DATA_DIR": str(tmp_path / "state")}
+    with serve(printed["folder"], cwd=tmp_path, env=env, free_ports=False):
+        called = run(sys.executable, "-m", "inferd", *printed["call"].split(), "--json", cwd=tmp_path)
+    assert called.returncode == 0, called.stdout + called.stderr
+    assert ANSWERS[dialect](json.loads(called.stdout)), called.stdout
 
 
 def test_init_refuses_a_folder_with_files_and_an_unknown_dialect(tmp_path: Path) -> None:

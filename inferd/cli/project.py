@@ -29,15 +29,27 @@ def init(
         written = scaffold.create(folder, dialect)
     except scaffold.ScaffoldError as exc:
         fail(str(exc))
-    name = load_project(str(folder)).name
+    project = load_project(str(folder))
     for path in written:
         errors().print(f"  [green]created[/] {escape(str(path))}", highlight=False)
     errors().print(
         f"Next: [bold]inferd serve {escape(str(folder))}[/], then "
-        f"[bold]inferd call {name} --input {escape(str(folder / 'sample.json'))}[/] (see the README).",
+        f"[bold]inferd call {project.name}{_url_option(project)} "
+        f"--input {escape(str(folder / 'sample.json'))}[/] (see the README).",
         highlight=False,
         soft_wrap=True,  # commands to copy: never broken across lines
     )
+
+
+def _url_option(project: Project) -> str:
+    """``--url`` of the server ``inferd serve`` starts for ``project`` when it is not the one ``inferd
+    call`` assumes: a dialect's server listens where its platform's did (Seldon 9000, DEEPaaS 5000)."""
+    from inferd.cli.client import DEFAULT_URL
+    from inferd.cli.serve import with_platform_environment
+
+    settings = with_platform_environment(project)
+    url = f"http://{settings.host}:{settings.port}"
+    return "" if url == DEFAULT_URL else f" --url {url}"
 
 
 ProjectTarget = Annotated[

@@ -63,7 +63,7 @@ def serve(target: str | None, **values: Any) -> None:
     if project.file is not None:  # each platform ran its code from the project's root
         os.chdir(project.folder)
     configure_logging(project.settings.log_level)
-    settings = _with_platform_environment(project, instead)
+    settings = with_platform_environment(project, instead)
     runtime = runtime_or_exit(settings, instead)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     if settings.engine == "ray" or settings.workers > 1 or settings.isolate:
@@ -93,7 +93,7 @@ def stand_in() -> None:
 stand_in.__doc__ = serve.__doc__
 
 
-def _with_platform_environment(project: Project, instead: str | None = None) -> Settings:
+def with_platform_environment(project: Project, instead: str | None = None) -> Settings:
     """The project's settings with its dialect told once (the runtime and the workers need not detect
     it again), completed by the dialect's platform variables where nothing else set a field."""
     from inferd.core.errors import TargetError
