@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from starlette.types import ASGIApp
 
 from inferd.config.settings import Settings
-from inferd.core.errors import ListenError
 from inferd.engines import heap
 from inferd.engines.http import HttpServer, SignalFreeServer, http_server, uvicorn_config
 from inferd.engines.open_files import connection_budget, raise_open_files_limit
-from inferd.engines.sockets import bind_http, listen_errors, port_of
+from inferd.engines.sockets import bind_http, bind_ports, listen_errors, port_of
 from inferd.server.app import Runtime, build_runtime, create_app, create_metrics_app, fast_infer_of
 
 if TYPE_CHECKING:
@@ -132,14 +131,15 @@ async def serve(
 ) -> None:
     """Load the models, serve until a signal arrives, then drain and unload."""
     max_connections = connection_budget(settings.max_connections, raise_open_files_limit())
-    backend = backend or LocalBackend(runtime or build_runtime(settings))
+    if http_socket is None:  # ports of its own: every one checked before any model loads
+        http_socket, metrics_socket = _bind_own_ports(settings, metrics_socket)
+    try:
+        backend = backend or LocalBackend(runtime or build_runtime(settings))
+    except BaseException:
+        http_socket.close()
+        raise
     try:
         names, grpc_port = await backend.start()
-        try:
-            sock = http_socket or bind_http(settings.host, settings.port)
-        except ListenError:
-            await backend.drain(0)  # gRPC already runs: stop it before telling why HTTP cannot
-            raise
         app = backend.app()
         http = http_server(settings, app, max_connections, fast_infer_of(app))
         metrics_server, metrics_port = None, None
@@ -151,12 +151,12 @@ async def serve(
             )
             metrics_task = asyncio.create_task(metrics_server.serve(sockets=[metrics_sock]))
         stop = _stop_event(http, stop_signals)
-        http_task = asyncio.create_task(http.serve(sockets=[sock]))
+        http_task = asyncio.create_task(http.serve(sockets=[http_socket]))
         while not http.started and not http_task.done():
             await asyncio.sleep(0.01)
         if http.started:
             heap.settle()  # what start-up built stays out of the collector's full collections
-            on_ready(Endpoints(settings.host, port_of(sock), grpc_port, names, metrics_port))
+            on_ready(Endpoints(settings.host, port_of(http_socket), grpc_port, names, metrics_port))
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         # Both servers stop accepting at once and drain their in-flight calls side by side.
         http.should_exit = True
@@ -168,6 +168,19 @@ async def serve(
     finally:
         await backend.close()
         logger.info("server stopped")
+
+
+def _bind_own_ports(
+    settings: Settings, metrics_socket: socket.socket | None
+) -> tuple[socket.socket, socket.socket | None]:
+    """The HTTP and metrics sockets of a server with ports of its own, bound now; its gRPC port (which
+    its gRPC server binds once the models are loaded) is checked free now and let go."""
+    grpc_port = settings.grpc_port if settings.grpc_enabled and settings.grpc_port else None
+    metrics_port = settings.metrics_port if metrics_socket is None else None
+    bound = bind_ports(settings.host, settings.port, grpc_port, metrics_port)
+    if bound.grpc is not None:
+        bound.grpc.close()
+    return bound.http, metrics_socket or bound.metrics
 
 
 def _stop_event(http: HttpServer, signals: tuple[signal.Signals, ...]) -> asyncio.Event:

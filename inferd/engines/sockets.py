@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from typing import NamedTuple
 
 from inferd.core.errors import ListenError
 
@@ -35,6 +36,42 @@ def reserve_port(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     return sock
+
+
+class Bound(NamedTuple):
+    """The sockets a server holds before it loads anything; None where that port is not served."""
+
+    http: socket.socket
+    grpc: socket.socket | None
+    metrics: socket.socket | None
+
+
+#: The option setting each port, named when it cannot be had.
+PORT_OPTIONS = {"http": "--port", "grpc": "--grpc-port", "metrics": "--metrics-port"}
+
+
+def bind_ports(host: str, http: int, grpc: int | None, metrics: int | None) -> Bound:
+    """The HTTP (and metrics) port listening and the gRPC port held (`reserve_port`), bound before any
+    model loads, so a port in use ends start-up at once, naming every port that cannot be had and the
+    options that choose others, not only the first one after the models loaded."""
+    wanted = {"http": http, "grpc": grpc, "metrics": metrics}
+    bound: dict[str, socket.socket | None] = dict.fromkeys(wanted)
+    failures: list[str] = []
+    with ExitStack() as held:
+        for kind, port in wanted.items():
+            if port is None:
+                continue
+            try:
+                bind = reserve_port if kind == "grpc" else bind_http
+                bound[kind] = held.enter_context(bind(host, port))
+            except ListenError as exc:
+                failures.append(f"{exc.message} ({PORT_OPTIONS[kind]} chooses another)")
+        if failures:
+            raise ListenError("; ".join(failures))
+        held.pop_all()
+    http_socket = bound["http"]
+    assert http_socket is not None
+    return Bound(http_socket, bound["grpc"], bound["metrics"])
 
 
 def free_ports(host: str, count: int = 1) -> list[int]:

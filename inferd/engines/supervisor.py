@@ -23,7 +23,6 @@ import socket
 import tempfile
 import threading
 import time
-from contextlib import ExitStack
 from multiprocessing.queues import Queue
 from typing import Any
 
@@ -34,7 +33,7 @@ from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB
 from inferd.engines.isolation import ModelProcess
 from inferd.engines.local import Endpoints, LocalBackend, OnReady, run, serve
-from inferd.engines.sockets import bind_http, port_of, reserve_port
+from inferd.engines.sockets import bind_ports, port_of
 from inferd.server.app import build_runtime
 from inferd.server.logging import configure_logging, log_format
 
@@ -89,19 +88,11 @@ class Supervisor:
         self.metrics_sock: socket.socket | None = None
 
     def run(self) -> int:
-        with ExitStack() as bound:  # a port in use closes those bound before it
-            sock = bound.enter_context(bind_http(self.settings.host, self.settings.port))
-            self.metrics_sock = (
-                bound.enter_context(bind_http(self.settings.host, self.settings.metrics_port))
-                if self.settings.metrics_port is not None
-                else None
-            )
-            grpc_hold = (
-                bound.enter_context(reserve_port(self.settings.host, self.settings.grpc_port))
-                if self.settings.grpc_enabled
-                else None
-            )
-            bound.pop_all()
+        settings = self.settings
+        grpc_port = settings.grpc_port if settings.grpc_enabled else None
+        sock, grpc_hold, self.metrics_sock = bind_ports(
+            settings.host, settings.port, grpc_port, settings.metrics_port
+        )
         metrics_dir = tempfile.mkdtemp(prefix="inferd-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         os.environ[control.VARIABLE] = os.path.join(metrics_dir, "repository-control.json")

@@ -67,3 +67,20 @@ def test_a_second_server_cannot_take_the_http_port(
     assert second.returncode == 1, second.stderr
     assert f"127.0.0.1:{http_port}" in second.stderr
     _still_answers(first)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_both_ports_taken_are_named_before_any_model_loads(
+    first: RunningServer, workers: str, tmp_path: Path
+) -> None:
+    """A second server on both of the first one's ports names both, and the options choosing others,
+    before it loads anything (it named only the gRPC port, after loading the model)."""
+    assert first.grpc_address is not None
+    http_port, grpc_port = first.http_url.rpartition(":")[2], first.grpc_address.rpartition(":")[2]
+    second = _second(tmp_path, http_port, grpc_port, "--workers", workers)
+    assert second.returncode == 1, second.stderr
+    message = " ".join(second.stderr.split())
+    assert f"cannot listen on 127.0.0.1:{http_port}" in message and "--port chooses another" in message
+    assert f"cannot listen on 127.0.0.1:{grpc_port}" in message and "--grpc-port chooses another" in message
+    assert "loaded" not in message  # no model was loaded first
+    _still_answers(first)
