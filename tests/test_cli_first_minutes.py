@@ -93,6 +93,14 @@ def test_a_seldon_file_says_to_serve_its_class_from_its_folder(projects: Path, d
     assert "try: cd my-seldon && inferd serve MyModel --dialect seldon" in one_line(result.stderr)
 
 
+def test_a_misspelt_class_names_the_classes_the_file_has() -> None:
+    """``model.py:Irs`` listed eleven target forms; the file's classes say what was meant."""
+    result = inferd("serve", "examples/iris/model.py:Irs", "--port", "0", "--grpc-port", "0")
+    assert result.returncode == 2
+    assert f"no class 'Irs' in {ROOT}/examples/iris/model.py; it has: Iris" in one_line(result.stderr)
+    assert "cannot tell what" not in result.stderr
+
+
 def test_the_suggested_command_serves_the_component(projects: Path) -> None:
     with serve("MyModel", "--dialect", "seldon", cwd=projects / "my-seldon") as server:
         assert server.models == ["mymodel"]

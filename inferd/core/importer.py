@@ -13,6 +13,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import logging
 import os
 import sys
@@ -58,8 +59,20 @@ def import_from_string(target: str) -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise TargetError(f"'{module_name}' has no attribute '{attr}'") from None
+            raise TargetError(_missing(module, module_name, attr)) from None
     return obj
+
+
+def _missing(module: ModuleType, module_name: str, attr: str) -> str:
+    """``no class 'Irs' in model.py; it has: Iris``: what a target names that its module lacks, and the
+    classes the module defines (a typo's likely meaning)."""
+    defined = sorted(
+        name
+        for name, value in vars(module).items()
+        if inspect.isclass(value) and value.__module__ == module.__name__
+    )
+    has = f"; it has: {', '.join(defined)}" if defined else "; it defines no class"
+    return f"no class '{attr}' in {module_name}{has}"
 
 
 @contextlib.contextmanager

@@ -43,6 +43,8 @@ def detect(target: str) -> Dialect[Any]:
         dialect = get_dialect(name)
         if dialect.detect(target):
             return dialect
+    if split_target(target)[1] and path.suffix == ".py":
+        import_from_string(target)  # a file lacking the class named: says which classes it has
     raise TargetError(
         f"cannot tell what '{target}' is; expected path/to/model.py:Class (a subclass of inferd.Model), "
         "a module:Class, a directory with a model.py, a DEEPaaS model (module:Class with get_predict_args), "
