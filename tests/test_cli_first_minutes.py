@@ -101,6 +101,19 @@ def test_a_misspelt_class_names_the_classes_the_file_has() -> None:
     assert "cannot tell what" not in result.stderr
 
 
+def test_a_model_raising_on_import_shows_its_own_frames_only(tmp_path: Path) -> None:
+    """It printed ~25 frames of inferd's target detection and importlib before the user's one line."""
+    (tmp_path / "boom").mkdir()
+    (tmp_path / "boom" / "helper.py").write_text("def explode():\n    raise RuntimeError('boom at import')\n")
+    (tmp_path / "boom" / "model.py").write_text("import inferd\nfrom helper import explode\n\nexplode()\n")
+    result = inferd("serve", "boom", "--port", "0", "--grpc-port", "0", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    model, helper = tmp_path / "boom" / "model.py", tmp_path / "boom" / "helper.py"
+    assert f"error: {model}, line 4: RuntimeError: boom at import" in one_line(result.stderr)
+    assert re.findall(r'File "([^"]+)", line (\d+)', result.stderr) == [(str(model), "4"), (str(helper), "2")]
+    assert "inferd/" not in result.stderr.replace(str(tmp_path), "")  # none of inferd's own frames
+
+
 def test_the_suggested_command_serves_the_component(projects: Path) -> None:
     with serve("MyModel", "--dialect", "seldon", cwd=projects / "my-seldon") as server:
         assert server.models == ["mymodel"]

@@ -33,6 +33,7 @@ def command() -> TyperCommand:
 def serve(target: str | None, **values: Any) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C (over HTTP only on Ray Serve)."""
     from inferd.cli import options
+    from inferd.cli.user_errors import user_code_errors
     from inferd.core.errors import EngineError, ListenError, ModelLoadError
     from inferd.dialects import resolve_dialect
     from inferd.engines import heap, local
@@ -59,12 +60,15 @@ def serve(target: str | None, **values: Any) -> None:
     if given.get("model_settings") is not None:  # read after the chdir to the project below
         given["model_settings"] = given["model_settings"].resolve()
     instead = hints.instead(target, dialect)
-    project = load_project(target, lambda name, target: resolve_dialect(name, target).name, instead, **given)
-    if project.file is not None:  # each platform ran its code from the project's root
-        os.chdir(project.folder)
-    configure_logging(project.settings.log_level)
-    settings = with_platform_environment(project, instead)
-    runtime = runtime_or_exit(settings, instead)
+    with user_code_errors():
+        project = load_project(
+            target, lambda name, target: resolve_dialect(name, target).name, instead, **given
+        )
+        if project.file is not None:  # each platform ran its code from the project's root
+            os.chdir(project.folder)
+        configure_logging(project.settings.log_level)
+        settings = with_platform_environment(project, instead)
+        runtime = runtime_or_exit(settings, instead)
     configure_logging(settings.log_level, log_format(settings))  # the format may depend on the dialect
     if settings.engine == "ray" or settings.workers > 1 or settings.isolate:
         heap.resume_frozen()  # this process loads no model: `local.serve` would resume it then
