@@ -23,18 +23,23 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
+import orjson
 
 from inferd.core.batching import Batcher, BatchSettings, BatchSizeMismatch, split_rows
+from inferd.core.errors import InvalidInput
 from inferd.core.model import Model
 from inferd.core.types import ModelMetadata, Tensors, TensorSpec
 from inferd.dialects.cortex import onnx, tensorflow
 from inferd.dialects.cortex.config import ApiConfig
 from inferd.dialects.cortex.errors import CortexError
 from inferd.dialects.cortex.handlers import Handlers, Hook
+from inferd.dialects.cortex.json_body import dumps
 
 logger = logging.getLogger("inferd.cortex")
 
 DEBUG_ITEMS, DEBUG_CHARS = 10, 500
+#: The V2 tensor of a predictor's JSON samples and answers (ABEJA's JSON handlers use the same name).
+JSON_TENSOR = "json"
 
 
 class CortexModel(Model):
@@ -218,7 +223,12 @@ class TensorFlowApi(HandlerApi):
 
 class PredictorApi(CortexModel):
     """The 0.10 ``predictor``: ``init(model_path, metadata)`` once, ``predict(sample, metadata)`` per request.
-    It has no tensors, so over V2 it is listed but cannot answer."""
+    It has no tensors: over V2 it takes one BYTES input ``json`` (each element a sample, the JSON body
+    its endpoint takes) and answers one BYTES output ``json`` (each element the JSON its endpoint
+    answers), as ABEJA's JSON handlers do."""
+
+    inputs = (TensorSpec(JSON_TENSOR, "BYTES", (-1,)),)
+    outputs = (TensorSpec(JSON_TENSOR, "BYTES", (-1,)),)
 
     def __init__(
         self, api: ApiConfig, init: Callable[..., Any] | None, predict_fn: Callable[..., Any]
@@ -243,6 +253,17 @@ class PredictorApi(CortexModel):
             raise CortexError(self.api.handler_name or "", "predict", str(exc), "runtime exception") from exc
         _debug(debug, "prediction", result)
         return result
+
+    def predict(self, inputs: Tensors) -> Tensors:
+        """V2: each element of ``json`` answered as its endpoint answers the same JSON body."""
+        answers = []
+        for document in inputs[JSON_TENSOR].ravel():
+            try:
+                sample = orjson.loads(document if isinstance(document, (bytes, str)) else str(document))
+            except orjson.JSONDecodeError as exc:
+                raise InvalidInput(f"input '{JSON_TENSOR}': an element is not JSON ({exc})") from None
+            answers.append(dumps(self.respond(sample, False)).rstrip(b"\n"))
+        return {JSON_TENSOR: np.array(answers, dtype=object)}
 
 
 def _split(output: Any, rows: list[int]) -> list[Any]:

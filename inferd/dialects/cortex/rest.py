@@ -25,6 +25,7 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InferdError
 from inferd.dialects.cortex.adapter import CortexModel
 from inferd.dialects.cortex.config import ApiConfig
+from inferd.dialects.cortex.json_body import dumps
 from inferd.dialects.cortex.tracker import track
 from inferd.protocols import asgi
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
@@ -37,9 +38,6 @@ CORS = ((b"access-control-allow-origin", b"*"), (b"access-control-allow-headers"
 JSON_HEADERS = (*CORS, (b"content-type", b"application/json"))
 #: Flask's error bodies were HTML; Starlette added the charset to a text media type.
 TEXT_HEADERS = (*CORS, (b"content-type", b"text/html; charset=utf-8"))
-#: Without OPT_SERIALIZE_NUMPY: numpy values go through ``tolist``/``item`` as in Cortex, so a float32
-#: is written as the float64 it widens to (0.8999999761581421, not 0.9).
-_JSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 #: Flask's catch-all error handler in Cortex answered routing errors with 500 and werkzeug's text.
 NOT_FOUND = (
     "404 Not Found: The requested URL was not found on the server. "
@@ -50,21 +48,6 @@ METHOD_NOT_ALLOWED = "405 Method Not Allowed: The method is not allowed for the 
 
 class MalformedJSON(Exception):
     pass
-
-
-def dumps(value: Any) -> bytes:
-    """Cortex's JSON: sorted keys, numpy arrays and scalars as plain JSON, a trailing newline."""
-    return orjson.dumps(value, default=_plain, option=_JSON_OPTIONS)
-
-
-def _plain(value: Any) -> Any:
-    """What orjson does not write itself: numpy arrays and scalars, sets and tuples."""
-    for method in ("tolist", "item"):
-        if hasattr(value, method):
-            return getattr(value, method)()
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
 def parse_sample(body: bytes, content_type: str | None) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -251,6 +252,30 @@ def test_predictor(misc: httpx.Client) -> None:
     assert failed.status_code == 406
     assert failed.text == "prediction failed: error: predictor.py: predict: no echo: runtime exception"
     assert misc.post("/predict", json=1).status_code == 500
+
+
+def test_predictor_over_v2_answers_what_its_endpoint_answers(misc: httpx.Client) -> None:
+    """A predictor was listed READY over V2 and answered every infer with 500: one BYTES ``json``
+    tensor in and out, each element a sample and its answer as the endpoint gives it."""
+    metadata = misc.get("/v2/models/echo").json()
+    assert metadata["inputs"] == [{"name": "json", "datatype": "BYTES", "shape": [-1]}]
+    assert metadata["outputs"] == [{"name": "json", "datatype": "BYTES", "shape": [-1]}]
+    samples = [{"q": 1}, [1, 2]]
+    request = {
+        "inputs": [
+            {"name": "json", "datatype": "BYTES", "shape": [2], "data": list(map(json.dumps, samples))}
+        ]
+    }
+    answer = misc.post("/v2/models/echo/infer", json=request)
+    assert answer.status_code == 200, answer.text
+    [output] = answer.json()["outputs"]
+    assert output["shape"] == [2]
+    assert [json.loads(item) for item in output["data"]] == [
+        misc.post("/echo", json=s).json() for s in samples
+    ]
+    broken = {"inputs": [{"name": "json", "datatype": "BYTES", "shape": [1], "data": ["{not json"]}]}
+    refused = misc.post("/v2/models/echo/infer", json=broken)
+    assert refused.status_code == 400 and "an element is not JSON" in refused.json()["error"]
 
 
 def test_requirements_installed_only_when_asked(
