@@ -208,3 +208,21 @@ def test_partial_request_heads_filling_the_pool_make_room_too(server: RunningSer
         time.sleep(0.3)
         trickle(slow, b"X-Slow: 1\r\n")
         assert healthy(server)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_body_sent_in_pieces_within_the_timeout_is_answered(server: RunningServer, path: str) -> None:
+    """A client on a slow link that pauses under the body timeout and sends more than the minimum
+    rate is served: the timeout is between two reads, not for the whole body."""
+    tensor = {"name": "seconds", "shape": [1], "datatype": "FP32", "data": [0]}
+    body = json.dumps({"inputs": [tensor], "parameters": {"padding": "x" * 200_000}}).encode()
+    pieces = [body[start : start + 50_000] for start in range(0, len(body), 50_000)]
+    with connect(server) as sock:
+        started = time.monotonic()
+        sock.sendall(head(path, length=len(body)))
+        for piece in pieces:
+            time.sleep(BODY_TIMEOUT * 0.6)
+            sock.sendall(piece)
+        answer = sock.recv(65536)
+    assert time.monotonic() - started > BODY_TIMEOUT * 2  # longer than the timeout in all
+    assert answer.startswith(b"HTTP/1.1 200 "), answer
