@@ -24,7 +24,7 @@ from tests.platform.control import Control, control, native_project
 TOKEN = "platform-slow-token"
 AUTHORIZED = {"Authorization": f"Bearer {TOKEN}"}
 MAX_CONNECTIONS = 10
-BODY_TIMEOUT = 1.5
+BODY_TIMEOUT = 2.0
 #: Within the control API's body limit (1 MiB) and the gateway's (64 MiB): the server waits for it.
 DECLARED = 100_000
 
