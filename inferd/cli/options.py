@@ -81,6 +81,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
     ),
     LIMITS: (
         *("request_timeout", "max_body_size", "max_header_size", "header_timeout"),
+        *("body_timeout", "min_body_rate"),
         *("keep_alive_timeout", "max_connections", "max_upload_files", "max_upload_size"),
         *("grpc_max_message_size", "max_image_pixels", "max_video_seconds"),
     ),

@@ -24,7 +24,7 @@ class HeadersTooLarge(InvalidInput):
 
 
 class ClientTimeout(InvalidInput):
-    """The client did not send its request's headers in time (a slow or stalled client)."""
+    """The client did not send its request's headers, or its body, in time (a slow or stalled client)."""
 
 
 class NotFound(InferdError):

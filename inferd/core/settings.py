@@ -199,7 +199,8 @@ class ServerSettings(DialectSettings, BaseSettings):
     Both serve the same app and V2 infer fast path, share one port across workers and drain on
     SIGTERM. granian applies ``header_timeout`` and ``max_header_size`` by dropping the connection
     (no 408 or 431), counts ``max_connections`` as requests in flight, and ignores
-    ``keep_alive_timeout``; see docs/workers.md for the measured difference."""
+    ``keep_alive_timeout``, ``body_timeout`` and ``min_body_rate`` (it has no body read
+    timeout); see docs/workers.md for the measured difference."""
 
     workers: int = Field(1, ge=1)
     """Number of server processes sharing the HTTP and gRPC ports; each loads the models once."""
@@ -230,7 +231,7 @@ class ServerSettings(DialectSettings, BaseSettings):
     max_header_size: int = Field(64 * 1024, ge=1)
     """Largest request head (request line and headers) in bytes; a larger one gets 431 and the
     connection is closed. It is counted as the bytes arrive, so an oversized head costs at most
-    this much memory. (This and the next three: HTTP of the ``local`` engine, the metrics port
+    this much memory. (This and the next five: HTTP of the ``local`` engine, the metrics port
     included; on Ray its proxy holds the connections.)"""
 
     header_timeout: float = Field(30.0, gt=0)
@@ -238,6 +239,19 @@ class ServerSettings(DialectSettings, BaseSettings):
     connection's opening, or on a kept-alive connection from the next request's first byte; a client
     that sent part of a head gets 408, one that sent nothing is disconnected. Frees the connections
     of stalled and slow ("slowloris") clients."""
+
+    body_timeout: float = Field(30.0, gt=0)
+    """Seconds a client may go without sending any of a request's body once its head is whole (nginx's
+    ``client_body_timeout``: between two reads, not for the whole body); it then gets 408 and the
+    connection is closed. Time the server itself holds the body back (the app has not asked for more
+    yet, a pipelined request waits its turn, ``Expect: 100-continue`` not yet answered) is not
+    counted."""
+
+    min_body_rate: int = Field(240, ge=0)
+    """Bytes a second a request's body must average once it has been arriving for ``body_timeout``
+    seconds (Kestrel's minimum request body data rate); a slower one gets 408 and the connection is
+    closed, so a byte sent just within every ``body_timeout`` cannot hold a connection for days. 0:
+    no minimum. Time the server holds the body back is not counted."""
 
     keep_alive_timeout: int = Field(30, ge=1)
     """Whole seconds an HTTP connection may stay idle after an answer before the server closes it. A
@@ -247,7 +261,9 @@ class ServerSettings(DialectSettings, BaseSettings):
     max_connections: int = Field(1000, ge=1)
     """Open HTTP connections each server process (worker) keeps. A connection opened past the limit
     closes the one idle the longest (it sent nothing yet, or waits between requests); when none is
-    idle, its request gets 503 with ``Retry-After`` and it is closed. Each process raises
+    idle, the one receiving a request (head or body not yet whole, nothing answered) that sent nothing
+    for the longest; when every one is being answered, its request gets 503 with ``Retry-After`` and
+    it is closed. Each process raises
     its soft open files limit to the hard one at start-up, and lowers this, with a warning, when that
     limit cannot hold so many connections besides the server's own files."""
 

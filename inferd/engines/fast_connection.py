@@ -37,15 +37,19 @@ NO_BODY = BodyBuffer(0)
 class FastCycle:
     """One request `FastInfer` answers: its body so far, and the states the protocol asks about."""
 
-    __slots__ = ("body", "complete", "disconnected", "keep_alive", "request", "response_complete", "turn")
+    __slots__ = (
+        *("body", "complete", "disconnected", "keep_alive", "request", "response_complete"),
+        *("response_started", "turn"),
+    )
     message_event = NO_EVENT
 
     def __init__(self, request: FastRequest, keep_alive: bool) -> None:
         self.request, self.keep_alive = request, keep_alive
         self.body = BodyBuffer(request.length)
         #: The body is whole; it is this request's turn (no earlier answer pending); the client left;
-        #: the answer is written.
+        #: the answer is written (in one piece: started is complete).
         self.complete = self.turn = self.disconnected = self.response_complete = False
+        self.response_started = False
 
 
 class FastInferProtocol(LimitedHttpToolsProtocol):
@@ -129,7 +133,7 @@ class FastInferProtocol(LimitedHttpToolsProtocol):
             self.transport.write(b"".join(lines))
         else:  # binary tensors: written from the arrays' memory, not joined (protocols/asgi.py's Body)
             self.transport.writelines([b"".join(lines), *content])
-        cycle.response_complete = True
+        cycle.response_started = cycle.response_complete = True
         if not cycle.keep_alive:
             self.transport.close()
         self.on_response_complete()

@@ -13,7 +13,8 @@ What differs from uvicorn (docs/workers.md): granian's HTTP/1.1 limits are its o
 is its header read timeout and ``max_header_size`` its read buffer (at least 8 KiB), but an
 oversized or slow head is dropped, not answered 431 or 408; ``max_connections`` is its
 ``backpressure`` (requests in flight, not open connections: an idle one is never closed to make
-room); ``keep_alive_timeout`` does not apply.
+room); ``keep_alive_timeout``, ``body_timeout`` and ``min_body_rate`` do not apply (granian has no
+body read timeout: a slow body holds its connection as long as its client sends).
 """
 
 from __future__ import annotations

@@ -58,7 +58,13 @@ def uvicorn_config(
 ) -> uvicorn.Config:
     """uvicorn on httptools with inferd's connection limits (`inferd.engines.connections`), its
     connections calling ``fast`` for the requests it takes (`inferd.engines.fast_connection`)."""
-    limits = ConnectionLimits(settings.header_timeout, settings.max_header_size, max_connections)
+    limits = ConnectionLimits(
+        settings.header_timeout,
+        settings.max_header_size,
+        max_connections,
+        settings.body_timeout,
+        settings.min_body_rate,
+    )
     if fast is None:
         protocol = limited_protocol(limits)
     else:

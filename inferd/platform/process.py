@@ -105,6 +105,8 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         settings.keep_alive_timeout,
         settings.max_connections,
         settings.graceful_timeout,
+        settings.body_timeout,
+        settings.min_body_rate,
     )
     table = EndpointTable()
     grpc_gateway = await serve_grpc_gateway(

@@ -36,6 +36,7 @@ def server() -> Iterator[RunningServer]:
         "INFERD_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
         "INFERD_KEEP_ALIVE_TIMEOUT": str(KEEP_ALIVE_TIMEOUT),
         "INFERD_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
+        "INFERD_REQUEST_TIMEOUT": "30",  # the sleepy model sleeps in a thread, not in the event loop
     }
     before = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(STARTING_SOFT_LIMIT, before[0]), before[1]))
@@ -140,14 +141,23 @@ def test_idle_connections_make_room_for_new_ones_past_the_limit(server: RunningS
             assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
 
 
+def sleep_request(seconds: float) -> bytes:
+    """A V2 inference of the sleepy model that takes ``seconds`` to answer."""
+    tensor = {"name": "seconds", "shape": [1], "datatype": "FP32", "data": [seconds]}
+    body = json.dumps({"inputs": [tensor]}).encode()
+    head = f"POST /v2/models/sleepy/infer HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
 def test_a_connection_past_the_limit_of_busy_ones_gets_503(server: RunningServer) -> None:
-    """When every connection is in the middle of a request, a new one is answered 503, and requests
-    work again once they are done."""
+    """When every connection's request is being answered, a new one is answered 503, and requests
+    work again once they are done. (A connection still receiving its request makes room instead:
+    tests/security/test_slow_bodies.py.)"""
     with ExitStack() as held:
         busy = [held.enter_context(connect(server)) for _ in range(MAX_CONNECTIONS)]
         for sock in busy:
-            sock.sendall(REQUEST[:20])
-        time.sleep(0.2)
+            sock.sendall(sleep_request(1.5))
+        time.sleep(0.3)
         with connect(server) as extra:
             extra.sendall(REQUEST)
             received, _ = read_until_closed(extra)
@@ -155,7 +165,6 @@ def test_a_connection_past_the_limit_of_busy_ones_gets_503(server: RunningServer
         assert b"retry-after: 1" in received.lower()
         assert b'{"error":"the server has 4 connections open; retry later"}' in received
         for sock in busy:  # the connections within the limit are served
-            sock.sendall(REQUEST[20:])
             assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
     deadline = time.monotonic() + 5
     while not healthy(server):  # the server notices the closed connections a moment later

@@ -31,6 +31,8 @@ class Limits:
     keep_alive_timeout: int = 30
     max_connections: int = 1000
     graceful_timeout: float = 30.0
+    body_timeout: float = 30.0
+    min_body_rate: int = 240
 
 
 class NoDelayProtocol(LimitedHttpToolsProtocol):
@@ -98,7 +100,11 @@ def uvicorn_config(app: ASGIApp, limits: Limits) -> uvicorn.Config:
     """uvicorn on httptools with inferd's connection limits; no Date or Server header of its own:
     the upstream's pass through."""
     connection_limits = ConnectionLimits(
-        limits.header_timeout, limits.max_header_size, limits.max_connections
+        limits.header_timeout,
+        limits.max_header_size,
+        limits.max_connections,
+        limits.body_timeout,
+        limits.min_body_rate,
     )
     return uvicorn.Config(
         app,
