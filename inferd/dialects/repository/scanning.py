@@ -23,6 +23,7 @@ from inferd.core.errors import InferdError
 from inferd.core.importer import forget_modules_under, split_target
 from inferd.core.repository import Scan, ServedModel
 from inferd.core.settings import DialectSettings, ServerSettings
+from inferd.core.user_code import is_own_failure
 from inferd.dialects import resolve_dialect
 from inferd.dialects.base import Dialect
 from inferd.dialects.repository.files import FolderProblem, read_settings
@@ -97,7 +98,9 @@ class Scanner:
             settings = read_settings(folder)
             name = str((settings or {}).get("name") or folder.name)
             models = self._build(folder, name, settings, files, label)
-        except Exception as exc:  # user code runs on import: whatever it raises is this model's problem
+        except BaseException as exc:  # user code runs on import: what it raises is this model's problem
+            if not is_own_failure(exc):
+                raise
             return Scanned(digest, label, problem=(name, f"model '{name}' in {label}: {_reason(exc)}"))
         return Scanned(digest, label, models)
 
@@ -275,7 +278,7 @@ def _digest(files: list[Entry]) -> str:
     return digest.hexdigest()[:16]
 
 
-def _reason(exc: Exception) -> str:
+def _reason(exc: BaseException) -> str:
     if isinstance(exc, (FolderProblem, PolicyError)):
         return str(exc)
     if isinstance(exc, InferdError):
