@@ -30,6 +30,7 @@ from inferd.dialects.repository.files import FolderProblem, read_settings
 from inferd.dialects.repository.settings import RepositorySettings
 from inferd.dialects.repository.versions import PolicyError, parse_policy, version_folders
 from inferd.storage.cache import ModelCache
+from inferd.storage.confine import outside_problem
 from inferd.storage.locations import is_remote
 from inferd.storage.targets import local_target
 
@@ -112,7 +113,7 @@ class Scanner:
         versions = version_folders(folder)
         if not versions:
             return self._version(
-                folder, name, values, None, _fingerprint(files, None), label, settings is None
+                folder, folder, name, values, None, _fingerprint(files, None), label, settings is None
             )
         chosen = policy.select(list(versions))
         if not chosen:
@@ -124,12 +125,15 @@ class Scanner:
                 raise FolderProblem(f"{number}/: 'versions' belongs in the model folder's settings file")
             fingerprint = _fingerprint(files, str(number))
             merged = {**values, **own}
-            built += self._version(versions[number], name, merged, str(number), fingerprint, label, False)
+            built += self._version(
+                versions[number], folder, name, merged, str(number), fingerprint, label, False
+            )
         return tuple(built)
 
     def _version(
         self,
         code: Path,
+        home: Path,
         name: str,
         values: dict[str, Any],
         version: str | None,
@@ -137,11 +141,14 @@ class Scanner:
         label: str,
         bare: bool,
     ) -> tuple[ServedModel, ...]:
-        """The models of one version, whose code is in folder ``code``. ``bare``: the folder has no
-        settings file (what it holds must tell its dialect)."""
+        """The models of one version, whose code is in folder ``code`` of the model folder ``home``
+        (where its target must stay, `outside_problem`). ``bare``: the folder has no settings file
+        (what it holds must tell its dialect)."""
         values = dict(values)
         chosen = str(values.pop("dialect", None) or "auto")
-        dialect, target = self._dialect(chosen, str(values.pop("target", None) or "."), code, bare)
+        written = str(values.pop("target", None) or ".")
+        self._confined(written, code, home)
+        dialect, target = self._dialect(chosen, written, code, home, bare)
         values = _own_keys(dialect, name, values)
         if version is not None:
             values["model_version"] = version
@@ -166,12 +173,25 @@ class Scanner:
             for served in dialect.models(own)
         )
 
-    def _dialect(self, chosen: str, target: str, code: Path, bare: bool) -> tuple[Dialect[Any], str]:
+    def _confined(self, target: str, code: Path, home: Path) -> None:
+        """Refuse a target leaving the model folder ``home`` that the settings do not allow."""
+        allowed = self.defaults.allowed_outside_targets
+        problem = outside_problem(target, code, allowed, "the model's folder", home=home)
+        if problem is not None:
+            raise FolderProblem(problem)
+
+    def _dialect(
+        self, chosen: str, target: str, code: Path, home: Path, bare: bool
+    ) -> tuple[Dialect[Any], str]:
         """The dialect of a version and its target as this machine loads it: relative to ``code``
-        (a module name given as a file of the folder), or fetched when it names object storage."""
+        (a module name given as a file of the folder), or fetched when it names object storage. A
+        local candidate is checked to stay in ``home`` before any of its code is imported (the file
+        a module name or a path came to, through links)."""
         candidates = self._targets(target, code, chosen)
         problem: InferdError | None = None
         for candidate in candidates:
+            if not is_remote(target):
+                self._confined(candidate, code, home)
             try:
                 dialect = resolve_dialect(chosen, candidate)
             except InferdError as exc:

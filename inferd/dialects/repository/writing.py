@@ -8,7 +8,7 @@ import errno
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -17,6 +17,8 @@ import yaml
 from inferd.core.errors import InvalidInput
 from inferd.core.names import name_problem
 from inferd.dialects.repository.files import SETTINGS_FILE, FolderProblem, from_mlserver, is_mlserver
+from inferd.dialects.repository.versions import version_folders
+from inferd.storage.confine import outside_problem
 
 #: Prefix of the folders a write prepares (and of the old folder it replaces): scans skip them.
 PREPARING = "_writing-"
@@ -39,10 +41,12 @@ def write_model(
     files: Mapping[str, bytes],
     max_files: int,
     max_size: int,
+    allowed: Sequence[str] = (),
 ) -> None:
     """Make ``root/name`` hold ``files`` (tritonclient's relative paths, ``file:`` prefix allowed)
     and ``config`` as its ``inferd.yaml``. With no files, the folder's files stay and only its
-    settings are replaced. Bad names, paths and sizes are InvalidInput, naming the model."""
+    settings are replaced. Bad names, paths and sizes, and a target leaving the folder, are
+    InvalidInput, naming the model."""
     problem = name_problem(name)
     if problem is not None:
         raise InvalidInput(problem)
@@ -62,6 +66,7 @@ def write_model(
             path.write_bytes(content)
         if settings is not None:
             (preparing / SETTINGS_FILE).write_text(settings)
+            _confined(name, config, preparing, allowed)
         _swap(preparing, target)
     except OSError as exc:
         if exc.errno not in REFUSED_LAYOUTS:
@@ -158,6 +163,20 @@ def _swap(fresh: Path, target: Path) -> None:
         old.rename(target)
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _confined(name: str, config: Mapping[str, Any] | None, folder: Path, allowed: Sequence[str]) -> None:
+    """Refuse a config whose target leaves the model's folder (`outside_problem`) before the folder
+    is put in place: from each version folder it holds, else from the folder itself, where a scan
+    resolves it. The load checks again, for version folders' own settings files."""
+    values = from_mlserver(config) if config is not None and is_mlserver(config) else dict(config or {})
+    target = values.get("target")
+    if not isinstance(target, str) or not target:
+        return
+    for code in list(version_folders(folder).values()) or [folder]:
+        problem = outside_problem(target, code, allowed, "the model's folder", home=folder)
+        if problem is not None:
+            raise InvalidInput(f"model '{name}': {problem}")
 
 
 def _under(filename: object, folder: Path) -> bool:
