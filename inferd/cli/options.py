@@ -90,7 +90,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
     GRAPHS: ("graph_node_timeout", "graph_startup_timeout"),
     DEEPAAS: ("model_name", "base_path", "predict_endpoint", "train_endpoint", "doc_endpoint", "warm"),
     ABEJA: ("abeja_style",),
-    REPOSITORY: ("repository", "repository_poll", "max_loaded_models"),
+    REPOSITORY: ("repository", "repository_poll", "max_loaded_models", "allowed_outside_targets"),
 }
 
 #: Option names that are not ``--field-name``: a list's option names one item (repeatable), and
@@ -101,6 +101,7 @@ NAMES = {
     "payload_log_namespace": "--payload-log-ns",
     "allowed_origins": "--allowed-origin",
     "allowed_hosts": "--allowed-host",
+    "allowed_outside_targets": "--allowed-outside-target",
     "predict_endpoint": "--predict-endpoint/--nopredict-endpoint",
     "train_endpoint": "--train-endpoint/--notrain-endpoint",
     "doc_endpoint": "--doc-endpoint/--nodoc-endpoint",

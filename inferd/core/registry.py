@@ -25,6 +25,7 @@ from inferd.core.names import name_problem
 from inferd.core.repository import ModelFactory, ModelSource, Scan, ServedModel
 from inferd.core.slots import Slots
 from inferd.core.types import ModelMetadata
+from inferd.core.user_code import is_own_failure
 
 logger = logging.getLogger("inferd.registry")
 
@@ -400,7 +401,9 @@ class ModelRegistry:
             if loading is not None:  # an async load
                 await resolve(loading)
             metadata = model.metadata()
-        except Exception as exc:
+        except BaseException as exc:  # whatever the model's code raised (SystemExit too) is its failure
+            if not is_own_failure(exc):
+                raise
             logger.exception("loading model %s failed%s", _label(entry), _in_place(entry))
             entry.replaced = None
             count(MODEL_LOADS, entry.name, "error")

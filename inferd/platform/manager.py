@@ -49,6 +49,7 @@ from inferd.platform.runs import Runs
 from inferd.platform.services import LocalRunner, RestartPolicy, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
 from inferd.platform.store import Store
+from inferd.platform.targets import check_new_target, check_unpacked_target
 
 logger = logging.getLogger("inferd.platform")
 
@@ -65,8 +66,11 @@ class Platform:
         path: DataPath,
         root: Path,
         policy: RestartPolicy | None = None,
+        allowed_outside_targets: Sequence[str] = (),
     ) -> None:
         self.store, self.artifacts, self.path = store, artifacts, path
+        #: Where versions' targets may point besides their bundles (`inferd.platform.targets`).
+        self.allowed_outside_targets = tuple(allowed_outside_targets)
         #: Unpacked versions, one folder per service (a service may write into its folder).
         self.services_root = root / "services"
         self.log_dir = root / "logs"
@@ -105,6 +109,7 @@ class Platform:
         """A new version from an uploaded archive or a project folder: stored as a bundle first.
         ``version_id`` is an id made earlier (`Store.add_version`)."""
         found = self.store.deployment(deployment)
+        check_new_target(target, self.allowed_outside_targets)
         bundle: Bundle = (
             self.artifacts.put_folder(archive)
             if isinstance(archive, Path)
@@ -151,6 +156,7 @@ class Platform:
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         if engine == "ray" and importlib.util.find_spec("ray") is None:
             raise InvalidInput("the ray engine needs Ray Serve beside inferd: pip install 'inferd[ray]'")
+        check_new_target(version.target, self.allowed_outside_targets)  # one recorded before the check
         await check_model_source(version.target, {**version.environment, **(environment or {})})
         await asyncio.to_thread(self.artifacts.open, version.digest)
         scaling = scaling or Scaling()
@@ -175,7 +181,9 @@ class Platform:
                 return service
             version = self.store.version(service.version_id)
             await check_model_source(version.target, {**version.environment, **service.environment})
+            check_new_target(version.target, self.allowed_outside_targets)
             folder = await self._unpacked(service, version)
+            check_unpacked_target(version.target, folder, self.allowed_outside_targets)
             service = self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
             await self.runner.start(self._spec(service, version, folder))
             await self._reconcile(service.id)

@@ -56,7 +56,9 @@ def open_platform(settings: PlatformSettings, path: DataPath) -> Platform:
     store = Store(root / "platform.sqlite")
     copies = BundleCopies(settings.artifact_store) if settings.artifact_store else None
     artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size, copies=copies)
-    platform = Platform(store, artifacts, path, root)
+    platform = Platform(
+        store, artifacts, path, root, allowed_outside_targets=settings.allowed_outside_targets
+    )
     platform.runs.configure(settings, settings.trigger_poll_seconds, settings.max_parallel_runs)
     return platform
 

@@ -5,9 +5,10 @@ setting from ``INFERD_*`` variables."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
 
 from inferd.core.settings import ServerSettings
 
@@ -70,3 +71,17 @@ class PlatformSettings(ServerSettings):
     """The folder standing for ABEJA's DataLake in the ABEJA-compatible API's runs and triggers:
     channel ``C`` is the folder ``C`` in it, its file ``F`` the file ``C/F``. Unset: ``platform/datalake``
     in ``data_dir``."""
+
+    allowed_outside_targets: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Where a version's ``target`` may point besides its own bundle: folders of this machine
+    (``/srv/shared-models/``), storage URI prefixes (``s3://bucket/models/``: a KServe
+    ``storageUri``), or ``*`` for anywhere. Empty: a version whose target leaves its bundle
+    (``../other/model.py``, an absolute path, ``file://``, any storage URI) is refused with 400 and
+    nothing is recorded, so what a service runs is the content its version's digest names.
+    ``INFERD_ALLOWED_OUTSIDE_TARGETS``, comma-separated or a JSON list."""
+
+    @field_validator("allowed_outside_targets", mode="before")
+    @classmethod
+    def _split_locations(cls, value: Any) -> Any:
+        """A list from the environment as a JSON list or comma-separated; empty entries are dropped."""
+        return cls._split_list(value)

@@ -23,12 +23,14 @@ from inferd.core.errors import InferdError
 from inferd.core.importer import forget_modules_under, split_target
 from inferd.core.repository import Scan, ServedModel
 from inferd.core.settings import DialectSettings, ServerSettings
+from inferd.core.user_code import is_own_failure
 from inferd.dialects import resolve_dialect
 from inferd.dialects.base import Dialect
 from inferd.dialects.repository.files import FolderProblem, read_settings
 from inferd.dialects.repository.settings import RepositorySettings
 from inferd.dialects.repository.versions import PolicyError, parse_policy, version_folders
 from inferd.storage.cache import ModelCache
+from inferd.storage.confine import outside_problem
 from inferd.storage.locations import is_remote
 from inferd.storage.targets import local_target
 
@@ -97,7 +99,9 @@ class Scanner:
             settings = read_settings(folder)
             name = str((settings or {}).get("name") or folder.name)
             models = self._build(folder, name, settings, files, label)
-        except Exception as exc:  # user code runs on import: whatever it raises is this model's problem
+        except BaseException as exc:  # user code runs on import: what it raises is this model's problem
+            if not is_own_failure(exc):
+                raise
             return Scanned(digest, label, problem=(name, f"model '{name}' in {label}: {_reason(exc)}"))
         return Scanned(digest, label, models)
 
@@ -109,7 +113,7 @@ class Scanner:
         versions = version_folders(folder)
         if not versions:
             return self._version(
-                folder, name, values, None, _fingerprint(files, None), label, settings is None
+                folder, folder, name, values, None, _fingerprint(files, None), label, settings is None
             )
         chosen = policy.select(list(versions))
         if not chosen:
@@ -121,12 +125,15 @@ class Scanner:
                 raise FolderProblem(f"{number}/: 'versions' belongs in the model folder's settings file")
             fingerprint = _fingerprint(files, str(number))
             merged = {**values, **own}
-            built += self._version(versions[number], name, merged, str(number), fingerprint, label, False)
+            built += self._version(
+                versions[number], folder, name, merged, str(number), fingerprint, label, False
+            )
         return tuple(built)
 
     def _version(
         self,
         code: Path,
+        home: Path,
         name: str,
         values: dict[str, Any],
         version: str | None,
@@ -134,11 +141,14 @@ class Scanner:
         label: str,
         bare: bool,
     ) -> tuple[ServedModel, ...]:
-        """The models of one version, whose code is in folder ``code``. ``bare``: the folder has no
-        settings file (what it holds must tell its dialect)."""
+        """The models of one version, whose code is in folder ``code`` of the model folder ``home``
+        (where its target must stay, `outside_problem`). ``bare``: the folder has no settings file
+        (what it holds must tell its dialect)."""
         values = dict(values)
         chosen = str(values.pop("dialect", None) or "auto")
-        dialect, target = self._dialect(chosen, str(values.pop("target", None) or "."), code, bare)
+        written = str(values.pop("target", None) or ".")
+        self._confined(written, code, home)
+        dialect, target = self._dialect(chosen, written, code, home, bare)
         values = _own_keys(dialect, name, values)
         if version is not None:
             values["model_version"] = version
@@ -163,12 +173,25 @@ class Scanner:
             for served in dialect.models(own)
         )
 
-    def _dialect(self, chosen: str, target: str, code: Path, bare: bool) -> tuple[Dialect[Any], str]:
+    def _confined(self, target: str, code: Path, home: Path) -> None:
+        """Refuse a target leaving the model folder ``home`` that the settings do not allow."""
+        allowed = self.defaults.allowed_outside_targets
+        problem = outside_problem(target, code, allowed, "the model's folder", home=home)
+        if problem is not None:
+            raise FolderProblem(problem)
+
+    def _dialect(
+        self, chosen: str, target: str, code: Path, home: Path, bare: bool
+    ) -> tuple[Dialect[Any], str]:
         """The dialect of a version and its target as this machine loads it: relative to ``code``
-        (a module name given as a file of the folder), or fetched when it names object storage."""
+        (a module name given as a file of the folder), or fetched when it names object storage. A
+        local candidate is checked to stay in ``home`` before any of its code is imported (the file
+        a module name or a path came to, through links)."""
         candidates = self._targets(target, code, chosen)
         problem: InferdError | None = None
         for candidate in candidates:
+            if not is_remote(target):
+                self._confined(candidate, code, home)
             try:
                 dialect = resolve_dialect(chosen, candidate)
             except InferdError as exc:
@@ -275,7 +298,7 @@ def _digest(files: list[Entry]) -> str:
     return digest.hexdigest()[:16]
 
 
-def _reason(exc: Exception) -> str:
+def _reason(exc: BaseException) -> str:
     if isinstance(exc, (FolderProblem, PolicyError)):
         return str(exc)
     if isinstance(exc, InferdError):

@@ -3,7 +3,11 @@ every model in the repository)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+import json
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
 
 from inferd.core.settings import DialectSettings
 
@@ -26,3 +30,23 @@ class RepositorySettings(DialectSettings):
     """The most models of the repository loaded at once in each worker: models load on their first
     request and the least recently used is unloaded to make room. Unset: every model is loaded at
     start-up."""
+
+    allowed_outside_targets: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Where a model folder's ``target`` may point besides the folder itself: folders of this machine
+    (``/srv/shared-models/``), storage URI prefixes (``s3://bucket/models/``), or ``*`` for
+    anywhere. Empty: a target leaving its model folder (``../other/model.py``, an absolute path,
+    ``file://``, a link leading out, any storage URI) makes the model unservable, and its load is
+    answered 400, so a model folder written through the repository API cannot run code from
+    elsewhere. ``--allowed-outside-target`` (repeatable), or ``INFERD_ALLOWED_OUTSIDE_TARGETS``
+    comma-separated or a JSON list."""
+
+    @field_validator("allowed_outside_targets", mode="before")
+    @classmethod
+    def _split_locations(cls, value: Any) -> Any:
+        """A list from the environment as a JSON list or comma-separated; empty entries are dropped."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if isinstance(value, (list, tuple)):
+            return [item.strip() for item in value if not isinstance(item, str) or item.strip()]
+        return value

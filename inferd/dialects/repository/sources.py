@@ -27,6 +27,7 @@ class FolderSource:
         self.uri = str(root)
         self._scanner = Scanner(settings, cache)
         self._limits = (settings.max_upload_files, settings.max_upload_size)
+        self._allowed = tuple(settings.allowed_outside_targets)
         self._lock = threading.Lock()
 
     def scan(self) -> Scan:
@@ -40,7 +41,7 @@ class FolderSource:
 
     def write(self, name: str, config: Mapping[str, Any] | None, files: Mapping[str, bytes]) -> None:
         with self._lock:
-            write_model(self.root, name, config, files, *self._limits)
+            write_model(self.root, name, config, files, *self._limits, allowed=self._allowed)
 
 
 class StorageSource:

@@ -27,7 +27,10 @@ def test_models_from_object_storage(bucket: Bucket, tmp_path: Path) -> None:
     manifest = tmp_path / "isvc.yaml"
     uri = f"s3://{bucket.name}/models/scale/"
     manifest.write_text(INFERENCE_SERVICE.replace("${CANARY}", "").replace("./scale", uri))
-    with control(tmp_path / "data") as running:  # started after the bucket: AWS_* point at it
+    allowed = {
+        "INFERD_ALLOWED_OUTSIDE_TARGETS": f"s3://{bucket.name}/models/"
+    }  # else refused: not the bundle
+    with control(tmp_path / "data", env=allowed) as running:  # started after the bucket: AWS_* point at it
         applied = verb(running, "apply", str(manifest))
         assert applied.returncode == 0, applied.stderr + applied.stdout
         body = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [2.0]}]}
@@ -77,7 +80,8 @@ def test_a_service_of_a_model_uri_the_store_fails_is_refused_with_its_status(
 ) -> None:
     missing = f"s3://{bucket.name}/models/missing/"
     closed = f"http://127.0.0.1:{free_port()}/models/scale.tar.gz"
-    with file_server() as files, control(tmp_path / "data") as running:
+    anywhere = {"INFERD_ALLOWED_OUTSIDE_TARGETS": "*"}
+    with file_server() as files, control(tmp_path / "data", env=anywhere) as running:
         running.call("POST", "/deployments", json={"name": "scale"})
         assert refused_service(running, "missing", missing) == {
             "status": 404,
