@@ -38,8 +38,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
-from starlette.types import ASGIApp
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from starlette.types import ASGIApp, Message
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol, RequestResponseCycle
 
 from inferd.core.errors import ClientTimeout, HeadersTooLarge, InferdError, Overloaded
 from inferd.protocols.json import dumps
@@ -143,6 +143,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self.over_limit:
             self.app = self.overloaded()
         super().on_headers_complete()
+        if self.cycle is not None:
+            _close_when_answered_early(self.cycle)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
@@ -368,3 +370,23 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def peer(self) -> str:
         return f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+
+
+def _close_when_answered_early(cycle: RequestResponseCycle) -> None:
+    """An answer that starts before its request's body is whole (401, 403, 413 without reading it)
+    says ``Connection: close``, so the client does not send its next request on a connection that ends
+    once the answer is written (`LimitedHttpToolsProtocol.on_response_complete` lingers, then closes).
+    The connection is not closed by uvicorn at the answer's end (``keep_alive`` is set again once the
+    header is written): closing with the rest of the body unread would reset it before the client read
+    the answer."""
+    send = cycle.send
+
+    async def sending(message: Message) -> None:
+        if message["type"] != "http.response.start" or not cycle.more_body:
+            await send(cast(Any, message))
+            return
+        headers = [*message.get("headers", ()), (b"connection", b"close")]
+        await send(cast(Any, {**message, "headers": headers}))
+        cycle.keep_alive = True
+
+    cycle.send = sending  # type: ignore[method-assign,assignment]
