@@ -5,7 +5,9 @@ The same project gives the same digest however it arrives (a folder on this mach
 or zip upload such as ABEJA's CLI sends): entries are sorted, times, owners and modes normalised,
 and what a project never needs (``.git``, ``__pycache__``, ``.inferd``, ``*.pyc``) is left out.
 
-An upload is checked before it is trusted. The bytes read and the bytes extracted are counted, never
+An upload is checked before it is trusted. Its structure is walked before tarfile or zipfile reads
+it (`archive_headers`: tar long-name and PAX headers, a zip's central directory, capped; the tar's
+header bytes count with its contents). The bytes read and the bytes extracted are counted, never
 taken from what the archive declares, and stop at a cap (`PayloadTooLarge`); every member must stay
 inside the folder (no absolute path, no ``..``, no link leading out, no device file: `InvalidInput`
 naming it). Links are created only after every file is written, so no file is ever written through
