@@ -252,8 +252,19 @@ def multipart(parts: list[tuple[str, str]], files: Mapping[str, Path]) -> tuple[
 
 
 def _part_head(boundary: str, name: str, filename: str | None = None) -> bytes:
-    disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+    disposition = f'form-data; name="{_quoted(name)}"'
+    if filename:
+        disposition += f'; filename="{_quoted(filename)}"'
     return f"--{boundary}\r\nContent-Disposition: {disposition}\r\n".encode()
+
+
+def _quoted(value: str) -> str:
+    """``value`` inside a quoted header parameter: a backslash and a quote escaped by a backslash (as
+    multipart parsers read them back: python-multipart, Werkzeug), and CR and LF, which no quoted
+    string may hold, as ``%0D`` and ``%0A`` (as browsers send them), so that a file's name cannot end
+    the header and add others."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return escaped.replace("\r", "%0D").replace("\n", "%0A")
 
 
 BUILDERS = {"v2": _v2, "json": _json, "fields": _fields, "body": _body}

@@ -5,7 +5,9 @@ The same project gives the same digest however it arrives (a folder on this mach
 or zip upload such as ABEJA's CLI sends): entries are sorted, times, owners and modes normalised,
 and what a project never needs (``.git``, ``__pycache__``, ``.inferd``, ``*.pyc``) is left out.
 
-An upload is checked before it is trusted. The bytes read and the bytes extracted are counted, never
+An upload is checked before it is trusted. Its structure is walked before tarfile or zipfile reads
+it (`archive_headers`: tar long-name and PAX headers, a zip's central directory, capped; the tar's
+header bytes count with its contents). The bytes read and the bytes extracted are counted, never
 taken from what the archive declares, and stop at a cap (`PayloadTooLarge`); every member must stay
 inside the folder (no absolute path, no ``..``, no link leading out, no device file: `InvalidInput`
 naming it). Links are created only after every file is written, so no file is ever written through
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 from inferd.core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from inferd.platform.archive_headers import HeaderLimits
+from inferd.platform.archive_reader import MAX_LINK_TARGET, Member, Reader
 from inferd.platform.bundle_copies import BundleCopies
 from inferd.storage.errors import StorageNotFound
 
@@ -43,10 +47,10 @@ from inferd.storage.errors import StorageNotFound
 SKIPPED_NAMES = frozenset({".git", "__pycache__", ".inferd"})
 SKIPPED_SUFFIXES = (".pyc",)
 DEFAULT_MAX_MEMBERS = 20_000
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_METADATA_BYTES = 16 * 1024 * 1024
 DIGEST_PATTERN = re.compile(r"sha256:([0-9a-f]{64})")
 _CHUNK = 1 << 20
-_MAX_LINK_TARGET = 4096
-_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 #: What reading a broken archive raises (as opposed to the errors of writing the files it holds).
 _UNREADABLE = (
     tarfile.TarError,
@@ -57,6 +61,7 @@ _UNREADABLE = (
     gzip.BadGzipFile,
     NotImplementedError,  # a zip compression method Python does not read
     RuntimeError,  # an encrypted zip member
+    UnicodeDecodeError,  # a zip entry flagged UTF-8 whose name is not
 )
 #: What creating a member's file says when the archive itself is at fault (a path twice, a file
 #: where a folder should be, a name too long).
@@ -72,8 +77,10 @@ class Bundle:
 
 class ArtifactStore:
     """Bundles under ``root``. Uploads may read at most ``max_bytes`` and extract at most
-    ``max_unpacked_bytes`` (``max_bytes`` unless given) in ``max_members`` members. With ``copies``
-    (object storage), every bundle is also kept there, and ``root`` is its cache."""
+    ``max_unpacked_bytes`` (``max_bytes`` unless given; tar headers count) in ``max_members``
+    members, with at most ``max_header_bytes`` in one tar long-name or PAX header and
+    ``max_metadata_bytes`` in all of them or in a zip's central directory (`archive_headers`). With
+    ``copies`` (object storage), every bundle is also kept there, and ``root`` is its cache."""
 
     def __init__(
         self,
@@ -82,12 +89,15 @@ class ArtifactStore:
         max_members: int = DEFAULT_MAX_MEMBERS,
         max_unpacked_bytes: int | None = None,
         copies: BundleCopies | None = None,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
     ) -> None:
         self.root = root
         self.copies = copies
         self.max_bytes = max_bytes
         self.max_members = max_members
         self.max_unpacked_bytes = max_bytes if max_unpacked_bytes is None else max_unpacked_bytes
+        self.max_header_bytes, self.max_metadata_bytes = max_header_bytes, max_metadata_bytes
         (root / "sha256").mkdir(parents=True, exist_ok=True)
         #: Bundles a put made and its caller has not released yet (`release`), never discarded; the
         #: lock makes a put's "hold, then place the file" one step against `discard`'s "ask, then unlink".
@@ -109,7 +119,10 @@ class ArtifactStore:
             upload = scratch / "upload"
             _receive(stream, upload, self.max_bytes, content_type_or_name)
             tree = scratch / "tree"
-            limits = _Limits(self.max_unpacked_bytes, self.max_members)
+            headers = HeaderLimits(
+                self.max_header_bytes, self.max_metadata_bytes, self.max_unpacked_bytes, self.max_members
+            )
+            limits = _Limits(self.max_unpacked_bytes, headers)
             _extract(upload, tree, limits, content_type_or_name)
             return self._keep(tree, scratch)
 
@@ -295,7 +308,7 @@ class _Limits:
     """What an archive may hold; ``None`` for no limit (a bundle of this store)."""
 
     bytes: int | None
-    members: int | None
+    headers: HeaderLimits | None
     used: int = 0
 
     def take(self, size: int, label: str) -> None:
@@ -317,16 +330,6 @@ def _receive(stream: BinaryIO, path: Path, max_bytes: int, label: str) -> None:
         raise InvalidInput(f"{label} is empty")
 
 
-@dataclass(frozen=True)
-class _Member:
-    name: str
-    kind: str  # "file", "dir", "symlink", "hardlink" or what else it is (refused)
-    executable: bool = False
-    link: str = ""
-    #: The reader's own description of it (a TarInfo or a ZipInfo).
-    source: tarfile.TarInfo | zipfile.ZipInfo | None = None
-
-
 def _extract(archive: Path, into: Path, limits: _Limits, label: str) -> None:
     """Extract the tar or zip at ``archive`` into the new folder ``into``, checking every member."""
     into.mkdir()
@@ -334,7 +337,8 @@ def _extract(archive: Path, into: Path, limits: _Limits, label: str) -> None:
     files: set[str] = set()
     links: list[tuple[str, str, str]] = []
     try:
-        with _Reader(archive, limits, label) as reader:
+        with Reader(archive, label, limits.headers) as reader:
+            limits.take(reader.header_bytes, label)
             for member in reader.members():
                 relative = _member_path(member.name)
                 if relative is None or any(_skipped(part) for part in relative.split("/")):
@@ -356,8 +360,8 @@ def _extract(archive: Path, into: Path, limits: _Limits, label: str) -> None:
 
 
 def _extract_member(
-    reader: _Reader,
-    member: _Member,
+    reader: Reader,
+    member: Member,
     relative: str,
     into: Path,
     limits: _Limits,
@@ -374,7 +378,7 @@ def _extract_member(
     path.parent.mkdir(parents=True, exist_ok=True)
     if member.kind == "symlink":
         target = member.link
-        if not target or os.path.isabs(target) or "\x00" in target or len(target) > _MAX_LINK_TARGET:
+        if not target or os.path.isabs(target) or "\x00" in target or len(target) > MAX_LINK_TARGET:
             raise InvalidInput(f"archive member {_shown(member.name)} is a link leading out of the folder")
         links.append((member.name, relative, target))
     elif member.kind == "hardlink":
@@ -432,76 +436,3 @@ def _member_path(name: str) -> str | None:
 
 def _shown(name: str) -> str:
     return repr(name if len(name) <= 200 else name[:200] + "...")
-
-
-class _Reader:
-    """The members of a tar (any compression tarfile reads) or a zip, told apart by their first bytes."""
-
-    def __init__(self, path: Path, limits: _Limits, label: str) -> None:
-        self.limits, self.label = limits, label
-        with open(path, "rb") as file:
-            head = file.read(4)
-        self.zip: zipfile.ZipFile | None = None
-        self.tar: tarfile.TarFile | None = None
-        if head in _ZIP_MAGIC:
-            self.zip = zipfile.ZipFile(path)
-        else:
-            self.tar = tarfile.open(path, "r:*")
-
-    def __enter__(self) -> _Reader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.zip is not None:
-            self.zip.close()
-        if self.tar is not None:
-            self.tar.close()
-
-    def members(self) -> Iterator[_Member]:
-        count = 0
-        for member in self._zip_members() if self.zip is not None else self._tar_members():
-            count += 1
-            if self.limits.members is not None and count > self.limits.members:
-                raise PayloadTooLarge(f"{self.label} has more than {self.limits.members} members")
-            yield member
-
-    def open(self, member: _Member) -> IO[bytes]:
-        if isinstance(member.source, zipfile.ZipInfo) and self.zip is not None:
-            return self.zip.open(member.source)
-        assert isinstance(member.source, tarfile.TarInfo) and self.tar is not None
-        content = self.tar.extractfile(member.source)
-        assert content is not None
-        return content
-
-    def _tar_members(self) -> Iterator[_Member]:
-        assert self.tar is not None
-        for info in self.tar:
-            if info.isreg():
-                yield _Member(info.name, "file", bool(info.mode & 0o100), source=info)
-            elif info.isdir():
-                yield _Member(info.name, "dir")
-            elif info.issym():
-                yield _Member(info.name, "symlink", link=info.linkname)
-            elif info.islnk():
-                yield _Member(info.name, "hardlink", link=info.linkname)
-            else:
-                kinds = {tarfile.CHRTYPE: "character device", tarfile.BLKTYPE: "block device"}
-                yield _Member(info.name, kinds.get(info.type, "fifo" if info.isfifo() else "special file"))
-
-    def _zip_members(self) -> Iterator[_Member]:
-        assert self.zip is not None
-        infos = self.zip.infolist()
-        if self.limits.members is not None and len(infos) > self.limits.members:
-            raise PayloadTooLarge(f"{self.label} has more than {self.limits.members} members")
-        for info in infos:
-            mode = info.external_attr >> 16
-            if info.is_dir():
-                yield _Member(info.filename, "dir")
-            elif stat.S_ISLNK(mode):
-                with self.zip.open(info) as content:
-                    target = content.read(_MAX_LINK_TARGET + 1)
-                yield _Member(info.filename, "symlink", link=target.decode("utf-8", "replace"))
-            elif stat.S_IFMT(mode) in (0, stat.S_IFREG):
-                yield _Member(info.filename, "file", bool(mode & 0o100), source=info)
-            else:
-                yield _Member(info.filename, "device or special file")

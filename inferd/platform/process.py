@@ -55,7 +55,13 @@ def open_platform(settings: PlatformSettings, path: DataPath) -> Platform:
     root = platform_root(settings)
     store = Store(root / "platform.sqlite")
     copies = BundleCopies(settings.artifact_store) if settings.artifact_store else None
-    artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size, copies=copies)
+    artifacts = ArtifactStore(
+        root / "artifacts",
+        settings.max_bundle_size,
+        copies=copies,
+        max_header_bytes=settings.max_archive_header_size,
+        max_metadata_bytes=settings.max_archive_metadata_size,
+    )
     platform = Platform(
         store, artifacts, path, root, allowed_outside_targets=settings.allowed_outside_targets
     )

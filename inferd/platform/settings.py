@@ -40,6 +40,18 @@ class PlatformSettings(ServerSettings):
     """Largest version archive (bytes) an upload may hold, packed or unpacked; also the largest file
     uploaded to a channel of the ABEJA-compatible DataLake API."""
 
+    max_archive_header_size: int = Field(64 * 1024, ge=512)
+    """Largest header (bytes) of an uploaded tar that carries a member's long name or link (GNU ``L``,
+    ``K``) or its PAX records (``x``, ``g``): a larger one is refused (413) before it is read, as
+    Python's ``tarfile`` reads such a header whole. Every header's bytes count against
+    ``max_bundle_size`` unpacked."""
+
+    max_archive_metadata_size: int = Field(16 * 1024 * 1024, ge=1024)
+    """Largest total (bytes) of an uploaded tar's long-name and PAX headers, or of an uploaded zip's
+    central directory: what the archive readers hold in memory of it (413 past it). A zip's entry
+    count is read from its end-of-central-directory record and its entries counted before the
+    directory is parsed."""
+
     max_api_body_size: int = Field(1024 * 1024, ge=1)
     """Largest body (bytes) of a control API request other than an archive upload (those take
     ``max_bundle_size``) or an inference through the ABEJA-compatible data path (``max_body_size``)."""
