@@ -57,7 +57,10 @@ def open_platform(settings: PlatformSettings, path: DataPath) -> Platform:
     copies = BundleCopies(settings.artifact_store) if settings.artifact_store else None
     artifacts = ArtifactStore(root / "artifacts", settings.max_bundle_size, copies=copies)
     platform = Platform(store, artifacts, path, root)
-    platform.runs.configure(settings, settings.trigger_poll_seconds, settings.max_parallel_runs)
+    platform.runs.configure(
+        settings, settings.trigger_poll_seconds, settings.max_parallel_runs, settings.run_timeout
+    )
+    platform.budget.limit = settings.max_processes
     return platform
 
 

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from inferd.storage.upload import upload
 logger = logging.getLogger("inferd.platform.runs")
 
 RESTARTED = "control process restarted"
+TIMEOUT_SETTING = "INFERD_RUN_TIMEOUT"
 _ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -54,6 +55,11 @@ class Runs:
         self.max_parallel = 4
         self.storage_check_seconds = 10.0
         self.token: str | None = None
+        #: Seconds a run may take once started (`configure`), and the runs that asked for their own.
+        self.timeout = 24 * 3600.0
+        self._timeouts: dict[str, float] = {}
+        #: Raises when one more run does not fit the platform's process budget (`Platform.budget`).
+        self.admit: Callable[[], None] = lambda: None
         self.cache = ModelCache(root / "model-cache", 10 * 1024**3)
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._pids: dict[str, int] = {}
@@ -64,11 +70,14 @@ class Runs:
         self._looked: dict[tuple[str, str], tuple[object, ...]] = {}
         self._done: set[tuple[str, str]] = set()
 
-    def configure(self, settings: DialectSettings, poll_seconds: float, max_parallel: int) -> None:
+    def configure(
+        self, settings: DialectSettings, poll_seconds: float, max_parallel: int, timeout: float = 24 * 3600.0
+    ) -> None:
         """The control process's settings: its model cache (for inputs in object storage), its bearer
-        token (the one-off servers take it), how often triggers look and how many runs go at once."""
+        token (the one-off servers take it), how often triggers look, how many runs go at once and
+        how long one may take."""
         self.cache = cache_of(settings)
-        self.poll_seconds, self.max_parallel = poll_seconds, max_parallel
+        self.poll_seconds, self.max_parallel, self.timeout = poll_seconds, max_parallel, timeout
         tokens = getattr(settings, "auth_tokens", None)
         self.token = tokens[0].get_secret_value() if tokens else None
 
@@ -81,17 +90,28 @@ class Runs:
         inputs: list[str],
         output: str,
         parameters: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Run:
-        """Record a ``pending`` run and start it (once a slot is free). Unknown records are NotFound;
-        an input that does not exist, an output that is a file, too many inputs are InvalidInput."""
+        """Record a ``pending`` run and start it (once a slot is free); it is stopped and ``failed``
+        ("timed out") ``timeout`` seconds after it started (default: `configure`'s). Unknown records
+        are NotFound; an input that does not exist, an output that is a file, too many inputs are
+        InvalidInput; a run past the process budget is BudgetExceeded."""
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         checked = await asyncio.to_thread(locations.check_inputs, inputs)  # walks folders
         output = locations.check_output(output)
         environment = _parameters(parameters or {})
+        self.admit()  # no await from here to its task: counted at once
         run = self.store.add_run(found.id, version.id, checked, output, environment)
+        if timeout is not None:
+            self._timeouts[run.id] = timeout
         self._start(run.id)
         return run
+
+    def active(self) -> int:
+        """The runs that run, or will once a slot is free (at most ``max_parallel``): one process
+        each, for the process budget."""
+        return min(len(self._tasks), self.max_parallel)
 
     async def cancel(self, run_id: str) -> Run:
         """Stop a pending or running run (its process's session ended): ``cancelled``. Conflict once
@@ -190,7 +210,12 @@ class Runs:
                     return
                 self.store.update_run(run_id, state=RunState.RUNNING)
                 log.note(f"run {run_id}: {len(run.inputs)} input(s) into {shown(run.output)}")
-                ended = await self._execute(run, work, log)
+                limit = self._timeouts.get(run_id, self.timeout)
+                try:
+                    ended = await asyncio.wait_for(self._execute(run, work, log), limit)
+                except asyncio.TimeoutError:  # its process's session was ended as on a cancel
+                    said = f"timed out after {limit:g} s (its timeout, or {TIMEOUT_SETTING})"
+                    ended = (RunState.FAILED, said)
         except asyncio.CancelledError:
             ended = (RunState.CANCELLED, "cancelled")
             raise
@@ -199,6 +224,7 @@ class Runs:
             ended = (RunState.FAILED, f"the run failed: {exc}")
         finally:
             self._tasks.pop(run_id, None)
+            self._timeouts.pop(run_id, None)
             self._pids.pop(run_id, None)
             self._pid_file(run_id).unlink(missing_ok=True)
             # the work folder is gone before anyone sees the run finished
