@@ -82,6 +82,12 @@ class Budget:
         now = processes_of(service) if self._counted(service) else 0
         self.check(processes_of(service, replicas) - now)
 
+    def check_growth(self, service: Service, replicas: int) -> None:
+        """BudgetExceeded when a live local service's ``replicas`` more than it has do not fit (a
+        stopped one is checked when it starts)."""
+        if service.engine == "local" and service.state in _LIVE and replicas > service.replicas:
+            self.check_service(service, replicas)
+
     def replicas_within(self, service: Service, wanted: int) -> int:
         """The most replicas up to ``wanted`` the service may run beside everything else (at least
         those it has: a scale down is never refused)."""

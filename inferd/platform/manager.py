@@ -48,6 +48,7 @@ from inferd.platform.records import (
 )
 from inferd.platform.routing import DRAIN_SECONDS, Routing, address
 from inferd.platform.runs import Runs
+from inferd.platform.service_tokens import ServiceTokens
 from inferd.platform.services import LocalRunner, RestartPolicy, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
 from inferd.platform.store import Store
@@ -78,6 +79,9 @@ class Platform:
         self.runs = Runs(store, artifacts, root)
         #: The endpoints as the data path has them: each service's ready replicas by its weight.
         self.routing = Routing(store, path)
+        #: Each service's own bearer token (never the control process's).
+        self.tokens = ServiceTokens(root)
+        self.routing.token_of = self.token_of
         #: One at a time per service: its start, stop and scaling.
         self._locks: dict[str, asyncio.Lock] = {}
         #: The processes its services and runs may take (`inferd.platform.budget`); the control
@@ -223,7 +227,7 @@ class Platform:
             service = self.store.service(service_id)
             if within_budget:
                 replicas = self.budget.replicas_within(service, replicas)
-            self._check_growth(service, replicas)
+            self.budget.check_growth(service, replicas)
             service = self.store.update_service(service_id, replicas=replicas)
             await self._reconcile(service.id)
         return self.store.service(service_id)
@@ -233,7 +237,7 @@ class Platform:
         async with self._lock(service_id):
             service = self.store.service(service_id)
             wanted = min(max(service.replicas, scaling.min_replicas, 1), scaling.max_replicas)
-            self._check_growth(service, scaling.initial or wanted)
+            self.budget.check_growth(service, scaling.initial or wanted)
             service = self.store.update_service(
                 service.id,
                 min_replicas=scaling.min_replicas,
@@ -243,11 +247,6 @@ class Platform:
             )
             await self._reconcile(service.id)
         return self.store.service(service_id)
-
-    def _check_growth(self, service: Service, replicas: int) -> None:
-        """BudgetExceeded when a live local service's ``replicas`` more than it has do not fit."""
-        if service.engine == "local" and service.state in LIVE_STATES and replicas > service.replicas:
-            self.budget.check_service(service, replicas)
 
     async def _reconcile(self, service_id: str, retry_failed: bool = True) -> None:
         """Start the replicas a live local service lacks (and, with ``retry_failed``, those its
@@ -451,7 +450,7 @@ class Platform:
             target=version.target,
             dialect=version.dialect,
             workers=service.workers,
-            environment={**version.environment, **service.environment},
+            environment={**version.environment, **service.environment, **self.tokens.environment(service.id)},
             port=service.port,
             engine=service.engine,
             grpc_port=service.grpc_port,
@@ -471,6 +470,10 @@ class Platform:
             for endpoint in self.store.endpoints()
             for route in endpoint.routes
         )
+
+    def token_of(self, service_id: str) -> str:
+        """The bearer token service ``service_id`` takes (what its callers present)."""
+        return self.tokens.of(service_id)
 
     def pick_upstream(self, endpoint_name: str) -> str | None:
         """A replica of a service of the endpoint, the service picked by weight (`Routing.pick_upstream`)."""

@@ -29,6 +29,7 @@ from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.records import Run, RunState, Trigger, of_deployment
 from inferd.platform.runs import locations
 from inferd.platform.runs.execute import Job, RunFailed, execute
+from inferd.platform.service_tokens import TOKENS_VARIABLE, new_token
 from inferd.platform.services.logs import ServiceLog
 from inferd.platform.services.sessions import SIGKILL, running, signal_session
 from inferd.platform.store import FINAL_RUN_STATES, Store
@@ -54,7 +55,6 @@ class Runs:
         self.poll_seconds = 2.0
         self.max_parallel = 4
         self.storage_check_seconds = 10.0
-        self.token: str | None = None
         #: Seconds a run may take once started (`configure`), and the runs that asked for their own.
         self.timeout = 24 * 3600.0
         self._timeouts: dict[str, float] = {}
@@ -73,13 +73,11 @@ class Runs:
     def configure(
         self, settings: DialectSettings, poll_seconds: float, max_parallel: int, timeout: float = 24 * 3600.0
     ) -> None:
-        """The control process's settings: its model cache (for inputs in object storage), its bearer
-        token (the one-off servers take it), how often triggers look, how many runs go at once and
-        how long one may take."""
+        """The control process's settings: its model cache (for inputs in object storage), how often
+        triggers look, how many runs go at once and how long one may take. A run's process gets a
+        token of its own (`new_token`), never the control process's."""
         self.cache = cache_of(settings)
         self.poll_seconds, self.max_parallel, self.timeout = poll_seconds, max_parallel, timeout
-        tokens = getattr(settings, "auth_tokens", None)
-        self.token = tokens[0].get_secret_value() if tokens else None
 
     # ---- runs
 
@@ -247,7 +245,12 @@ class Runs:
             folder = bundle / self.store.deployment(run.deployment_id).name
             await asyncio.to_thread(self.artifacts.unpack, version.digest, folder)
             files = await asyncio.to_thread(locations.expand, run.inputs, self.cache)
-            environment = {**version.environment, **{k: str(v) for k, v in run.parameters.items()}}
+            token = new_token()  # its one-off server takes this one only
+            environment = {
+                **version.environment,
+                **{k: str(v) for k, v in run.parameters.items()},
+                TOKENS_VARIABLE: token,
+            }
             job = Job(
                 version,
                 folder,
@@ -255,7 +258,7 @@ class Runs:
                 output,
                 environment,
                 log,
-                token=self.token,
+                token=token,
                 started=lambda pid: self._started(run.id, pid),
                 destination=shown(run.output) if remote else None,
             )
