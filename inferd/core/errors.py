@@ -41,6 +41,25 @@ class PreconditionFailed(Conflict):
     that no longer holds: someone changed the record since the client read it."""
 
 
+class BudgetExceeded(Conflict):
+    """The request would take a server past one of its budgets (the processes the control process
+    runs): nothing was started. ``details`` name the budget, what is in use, what was asked and the
+    setting, for the answer's body."""
+
+    def __init__(self, budget: str, asked: int, in_use: int, limit: int, setting: str) -> None:
+        super().__init__(
+            f"the {budget} budget would be exceeded: this needs {asked}, {in_use} of {limit} are in "
+            f"use ({setting}={limit}); stop or scale down something else, or raise {setting}"
+        )
+        self.details: dict[str, object] = {
+            "budget": budget,
+            "asked": asked,
+            "in_use": in_use,
+            "limit": limit,
+            "setting": setting,
+        }
+
+
 class ModelNotFound(NotFound):
     """No model (or version) of that name is registered."""
 

@@ -17,14 +17,23 @@ Routes = Sequence[tuple[str | Sequence[str], int]]
 ShadowRoute = tuple[str, float] | None
 #: Upstream → the gRPC address (``"127.0.0.1:port"``) of the same service, for those serving gRPC.
 GrpcAddresses = Mapping[str, str]
+#: Upstream → the bearer token its service takes (`inferd.platform.service_tokens`).
+UpstreamTokens = Mapping[str, str]
 
 
 class DataPath(Protocol):
     async def route(
-        self, name: str, routes: Routes, shadow: ShadowRoute, grpc: GrpcAddresses | None = None
+        self,
+        name: str,
+        routes: Routes,
+        shadow: ShadowRoute,
+        grpc: GrpcAddresses | None = None,
+        tokens: UpstreamTokens | None = None,
     ) -> None:
         """Send endpoint ``name``'s next requests by these weights (and copies to ``shadow``), its
-        gRPC calls by the same weights to the ``grpc`` address of each upstream."""
+        gRPC calls by the same weights to the ``grpc`` address of each upstream, each with the
+        token of ``tokens`` its upstream takes (a data path that cannot tell upstreams apart there
+        sends one token of its own that every service takes)."""
 
     async def unroute(self, name: str) -> None:
         """Forget endpoint ``name``: its requests are answered 404."""
@@ -58,9 +67,14 @@ class GatewayPath:
         self.table = table
 
     async def route(
-        self, name: str, routes: Routes, shadow: ShadowRoute, grpc: GrpcAddresses | None = None
+        self,
+        name: str,
+        routes: Routes,
+        shadow: ShadowRoute,
+        grpc: GrpcAddresses | None = None,
+        tokens: UpstreamTokens | None = None,
     ) -> None:
-        self.table.set(name, routes, shadow, grpc)
+        self.table.set(name, routes, shadow, grpc, tokens)
 
     async def unroute(self, name: str) -> None:
         self.table.remove(name)

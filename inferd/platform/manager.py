@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -30,6 +31,7 @@ from typing import BinaryIO
 
 from inferd.core.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
 from inferd.platform.artifacts import ArtifactStore, Bundle
+from inferd.platform.budget import Budget, per_replica
 from inferd.platform.datapath import DataPath
 from inferd.platform.model_sources import check_model_source
 from inferd.platform.records import (
@@ -46,6 +48,7 @@ from inferd.platform.records import (
 )
 from inferd.platform.routing import DRAIN_SECONDS, Routing, address
 from inferd.platform.runs import Runs
+from inferd.platform.service_tokens import ServiceTokens
 from inferd.platform.services import LocalRunner, RestartPolicy, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
 from inferd.platform.store import Store
@@ -80,8 +83,15 @@ class Platform:
         self.runs = Runs(store, artifacts, root)
         #: The endpoints as the data path has them: each service's ready replicas by its weight.
         self.routing = Routing(store, path)
+        #: Each service's own bearer token (never the control process's).
+        self.tokens = ServiceTokens(root)
+        self.routing.token_of = self.token_of
         #: One at a time per service: its start, stop and scaling.
         self._locks: dict[str, asyncio.Lock] = {}
+        #: The processes its services and runs may take (`inferd.platform.budget`); the control
+        #: process sets the limit from its settings.
+        self.budget = Budget(max(16, 4 * (os.cpu_count() or 1)), self.store.services, self.runs.active)
+        self.runs.admit = lambda: self.budget.check(1)
 
     # ---- deployments ----
 
@@ -160,6 +170,10 @@ class Platform:
         await check_model_source(version.target, {**version.environment, **(environment or {})})
         await asyncio.to_thread(self.artifacts.open, version.digest)
         scaling = scaling or Scaling()
+        replicas = 1 if engine == "ray" else max(1, scaling.initial or scaling.min_replicas)
+        given = {**version.environment, **(environment or {})}
+        # no await from the check to the reservation: two creations cannot both take the last room
+        self.budget.check(replicas * per_replica(engine, workers, given))
         service = self.store.add_service(
             found.id,
             version.id,
@@ -171,6 +185,7 @@ class Platform:
             target_concurrency=scaling.target_concurrency,
             replicas=scaling.initial,
         )
+        self.budget.reserve(service.id)
         return await self.start_service(service.id)
 
     async def start_service(self, service_id: str) -> Service:
@@ -178,13 +193,19 @@ class Platform:
         async with self._lock(service_id):
             service = self.store.service(service_id)
             if service.state in LIVE_STATES:
+                self.budget.release(service.id)
                 return service
-            version = self.store.version(service.version_id)
-            await check_model_source(version.target, {**version.environment, **service.environment})
-            check_new_target(version.target, self.allowed_outside_targets)
-            folder = await self._unpacked(service, version)
-            check_unpacked_target(version.target, folder, self.allowed_outside_targets)
-            service = self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
+            try:
+                self.budget.check_service(service)
+                self.budget.reserve(service.id)
+                version = self.store.version(service.version_id)
+                await check_model_source(version.target, {**version.environment, **service.environment})
+                check_new_target(version.target, self.allowed_outside_targets)
+                folder = await self._unpacked(service, version)
+                check_unpacked_target(version.target, folder, self.allowed_outside_targets)
+                service = self.store.update_service(service.id, state=ServiceState.STARTING, reason="")
+            finally:
+                self.budget.release(service.id)
             await self.runner.start(self._spec(service, version, folder))
             await self._reconcile(service.id)
         return self.store.service(service.id)
@@ -205,11 +226,16 @@ class Platform:
 
     # ---- replicas ----
 
-    async def scale(self, service_id: str, replicas: int) -> Service:
+    async def scale(self, service_id: str, replicas: int, within_budget: bool = False) -> Service:
         """Run ``replicas`` replicas of a live local service (within its min and max: InvalidInput
         otherwise): new ones join its endpoints once ready; the last ones leave the endpoints, answer
-        what they hold, and stop."""
+        what they hold, and stop. More replicas than the process budget allows are refused
+        (BudgetExceeded), or, ``within_budget``, as many as it allows are run."""
         async with self._lock(service_id):
+            service = self.store.service(service_id)
+            if within_budget:
+                replicas = self.budget.replicas_within(service, replicas)
+            self.budget.check_growth(service, replicas)
             service = self.store.update_service(service_id, replicas=replicas)
             await self._reconcile(service.id)
         return self.store.service(service_id)
@@ -219,6 +245,7 @@ class Platform:
         async with self._lock(service_id):
             service = self.store.service(service_id)
             wanted = min(max(service.replicas, scaling.min_replicas, 1), scaling.max_replicas)
+            self.budget.check_growth(service, scaling.initial or wanted)
             service = self.store.update_service(
                 service.id,
                 min_replicas=scaling.min_replicas,
@@ -431,7 +458,7 @@ class Platform:
             target=version.target,
             dialect=version.dialect,
             workers=service.workers,
-            environment={**version.environment, **service.environment},
+            environment={**version.environment, **service.environment, **self.tokens.environment(service.id)},
             port=service.port,
             engine=service.engine,
             grpc_port=service.grpc_port,
@@ -451,6 +478,10 @@ class Platform:
             for endpoint in self.store.endpoints()
             for route in endpoint.routes
         )
+
+    def token_of(self, service_id: str) -> str:
+        """The bearer token service ``service_id`` takes (what its callers present)."""
+        return self.tokens.of(service_id)
 
     def pick_upstream(self, endpoint_name: str) -> str | None:
         """A replica of a service of the endpoint, the service picked by weight (`Routing.pick_upstream`)."""

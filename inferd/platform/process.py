@@ -28,6 +28,7 @@ from inferd.platform.gateway.server import Limits, serve_gateway
 from inferd.platform.haproxy import HAProxyPath
 from inferd.platform.manager import Platform
 from inferd.platform.scaling import Autoscaler, ScalePolicy
+from inferd.platform.service_tokens import ServiceTokens
 from inferd.platform.settings import PlatformSettings
 from inferd.platform.store import Store
 from inferd.server.auth import tokens_of
@@ -65,7 +66,11 @@ def open_platform(settings: PlatformSettings, path: DataPath) -> Platform:
     platform = Platform(
         store, artifacts, path, root, allowed_outside_targets=settings.allowed_outside_targets
     )
-    platform.runs.configure(settings, settings.trigger_poll_seconds, settings.max_parallel_runs)
+    platform.tokens = ServiceTokens(root, shared=settings.data_path == "haproxy")
+    platform.runs.configure(
+        settings, settings.trigger_poll_seconds, settings.max_parallel_runs, settings.run_timeout
+    )
+    platform.budget.limit = settings.max_processes
     return platform
 
 
@@ -88,9 +93,10 @@ class RunningPath:
 
 async def start_data_path(settings: PlatformSettings) -> RunningPath:
     """The embedded gateway, or HAProxy, on ``gateway_port`` and ``grpc_gateway_port`` with the
-    API's tokens."""
-    upstream_token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
+    API's tokens. The gateway presents each service its own token (`Split.tokens`); HAProxy the data
+    path's, which every service takes too (`inferd.platform.service_tokens`). Never the API's."""
     if settings.data_path == "haproxy":
+        upstream_token = ServiceTokens(platform_root(settings), shared=True).shared
         free = iter(free_ports(settings.host, 2))  # two distinct ones, for the ports given as 0
         port = settings.gateway_port or next(free)
         grpc_port = settings.grpc_gateway_port or next(free)
@@ -122,7 +128,6 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         settings.host,
         settings.grpc_gateway_port,
         tokens=tokens_of(settings),
-        upstream_token=upstream_token,
         max_message_size=settings.max_body_size,
     )
     try:
@@ -132,7 +137,6 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
             settings.gateway_port,
             tokens=tokens_of(settings),
             limits=limits,
-            upstream_token=upstream_token,
         )
     except BaseException:
         await grpc_gateway.stop(0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable
 
 from inferd.core.errors import Conflict, NotFound
 from inferd.platform.datapath import DataPath
@@ -36,6 +37,8 @@ class Routing:
         #: What each service's routes last gave the data path: republished only on a change.
         self._published: dict[str, tuple[str, ...]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        #: The bearer token a service takes (`inferd.platform.service_tokens`), None: none.
+        self.token_of: Callable[[str], str | None] = lambda service_id: None
 
     def replicas_of(self, service: Service) -> list[Service | Replica]:
         """Its first replica (the service's record) and the others."""
@@ -65,15 +68,17 @@ class Routing:
 
     async def publish(self, endpoint: Endpoint) -> None:
         """Give the data path the endpoint's routes (each service's ready replicas, by its weight),
-        the gRPC address of each replica that has one, and its shadow."""
+        the gRPC address of each replica that has one, its shadow, and the token each takes."""
         routes: list[tuple[tuple[str, ...], int]] = []
         grpc = {}
+        tokens: dict[str, str] = {}
         for route in endpoint.routes:
             if not route.weight:
                 continue
             service = self.store.service(route.service_id)
             upstreams = self._published[service.id] = self.upstreams(service)
             routes.append((upstreams, route.weight))
+            self._tokens(service, upstreams, tokens)
             for replica in self.replicas_of(service):
                 if replica.port is not None and replica.grpc_port is not None:
                     grpc[address(replica.port)] = address(replica.grpc_port)
@@ -82,7 +87,20 @@ class Routing:
             shadowed = self.store.service(endpoint.shadow_service_id)
             upstreams = self._published[shadowed.id] = self.upstreams(shadowed)
             shadow = (upstreams[0], endpoint.shadow_percent)
-        await self.path.route(endpoint.name, routes, shadow, grpc)
+            self._tokens(shadowed, upstreams, tokens)
+        await self.path.route(endpoint.name, routes, shadow, grpc, tokens)
+
+    def _tokens(self, service: Service, upstreams: tuple[str, ...], tokens: dict[str, str]) -> None:
+        token = self.token_of(service.id)
+        if token is not None:
+            tokens.update(dict.fromkeys(upstreams, token))
+
+    def token_at(self, upstream: str) -> str | None:
+        """The token of the service one of whose replicas listens at ``upstream``."""
+        for service in self.store.services():
+            if upstream in self.addresses(service):
+                return self.token_of(service.id)
+        return None
 
     async def republish(self, service_id: str) -> None:
         """Publish again every endpoint routing or mirroring to the service."""

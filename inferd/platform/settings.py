@@ -4,6 +4,7 @@ setting from ``INFERD_*`` variables."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -78,6 +79,18 @@ class PlatformSettings(ServerSettings):
 
     max_parallel_runs: int = Field(4, ge=1)
     """Runs that go at once; the others wait, ``pending``."""
+
+    max_processes: int = Field(default_factory=lambda: max(16, 4 * (os.cpu_count() or 1)), ge=1)
+    """Most processes the control process runs for its services and runs together: each live local
+    service's replicas times its processes (``workers``, plus a supervisor when ``workers`` > 1 or
+    the model is isolated), a Ray service's ``workers`` + 1, and one per running run. A service
+    created, started or scaled past it, or a run submitted past it, is refused (409, naming the
+    budget, what is in use and this setting); the autoscaler stops at it. Default: 4 per CPU core,
+    at least 16."""
+
+    run_timeout: float = Field(24 * 3600.0, gt=0)
+    """Seconds a run may take from its start (once a slot is free) before it is stopped and marked
+    ``failed`` ("timed out after N s"); a run may ask for less or more with its own ``timeout``."""
 
     abeja_datalake_dir: Path | None = None
     """The folder standing for ABEJA's DataLake in the ABEJA-compatible API's runs and triggers:

@@ -93,8 +93,12 @@ def scrubbed(text: str) -> str:
     return ABSOLUTE_PATH.sub(HIDDEN_PATH, without_addresses(text)).strip()
 
 
-def error_body(exc: BaseException) -> dict[str, str]:
-    return {"error": error_message(exc)}
+def error_body(exc: BaseException) -> dict[str, object]:
+    """``{"error": message}``, and what a refused budget names (`BudgetExceeded.details`)."""
+    body: dict[str, object] = {"error": error_message(exc)}
+    if isinstance(exc, errors.BudgetExceeded):
+        body.update(exc.details)
+    return body
 
 
 def error_headers(exc: BaseException) -> dict[str, str]:

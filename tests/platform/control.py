@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -60,10 +60,15 @@ class Control:
 
 @contextmanager
 def control(
-    data: Path, data_path: str = "gateway", env: dict[str, str] | None = None, keep_services: bool = False
+    data: Path,
+    data_path: str = "gateway",
+    env: dict[str, str] | None = None,
+    keep_services: bool = False,
+    output: Path | None = None,
 ) -> Iterator[Control]:
     """The control process until the block ends; then the services it leaves running are ended,
-    unless ``keep_services`` (for a next control process to adopt them)."""
+    unless ``keep_services`` (for a next control process to adopt them). Its output after its ready
+    line goes to ``output`` when given."""
     command = inferd_command(
         "platform",
         "serve",
@@ -83,7 +88,7 @@ def control(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment, cwd=ROOT
     )
     assert process.stdout is not None
-    drain = threading.Thread(target=process.stdout.read, daemon=True)
+    drain = threading.Thread(target=_copy, args=(process.stdout, output), daemon=True)
     try:
         for line in process.stdout:
             match = READY.search(line)
@@ -101,6 +106,17 @@ def control(
         process.stdout.close()
         if not keep_services:
             end_services(data)
+
+
+def _copy(stream: IO[str], output: Path | None) -> None:
+    """Read ``stream`` to its end, each line appended to ``output`` at once when there is one."""
+    if output is None:
+        stream.read()
+        return
+    with output.open("a") as copy:
+        for line in stream:
+            copy.write(line)
+            copy.flush()
 
 
 def end_services(data: Path) -> None:

@@ -117,7 +117,7 @@ async def test_a_model_is_named_after_its_deployment_unless_an_older_inferd_unpa
     version = platform.add_version("legacy", "1", project)
     created = await platform.create_service("legacy", version.id, environment=with_this_tree({}))
     running = await until(platform, created.id, lambda s: s.state is ServiceState.RUNNING)
-    assert served_names(running) == ["legacy"]
+    assert served_names(running, platform.token_of(created.id)) == ["legacy"]
 
     await platform.stop_service(created.id)
     own = platform.services_root / created.id
@@ -126,9 +126,12 @@ async def test_a_model_is_named_after_its_deployment_unless_an_older_inferd_unpa
     (own / "legacy").rmdir()
     await platform.start_service(created.id)
     again = await until(platform, created.id, lambda s: s.state is ServiceState.RUNNING)
-    assert served_names(again) == [created.id] and not (own / "legacy").exists()
+    assert served_names(again, platform.token_of(created.id)) == [created.id]
+    assert not (own / "legacy").exists()
 
 
-def served_names(service: Service) -> list[str]:
-    index = httpx.post(f"http://127.0.0.1:{service.port}/v2/repository/index", timeout=30)
+def served_names(service: Service, token: str) -> list[str]:
+    """What the service serves, asked with its own token (it takes no other)."""
+    address = f"http://127.0.0.1:{service.port}/v2/repository/index"
+    index = httpx.post(address, headers={"authorization": f"Bearer {token}"}, timeout=30)
     return [model["name"] for model in index.json()]

@@ -32,10 +32,12 @@ class Forwarder:
         self,
         table: EndpointTable | None,
         pick: Callable[[str], str | None],
-        upstream_token: str | None,
+        token_at: Callable[[str], str | None],
         timeout: float = 300.0,
     ) -> None:
-        self.table, self.pick, self.upstream_token = table, pick, upstream_token
+        #: ``token_at``: the token of the service listening at an upstream, sent in place of the
+        #: client's (`inferd.platform.service_tokens`).
+        self.table, self.pick, self.token_at = table, pick, token_at
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
 
     async def to_endpoint(self, request: Request, name: str) -> Response:
@@ -63,8 +65,9 @@ class Forwarder:
             for key, value in request.headers.items()
             if key in PASSED or key.startswith("x-abeja-")
         }
-        if self.upstream_token:
-            headers["authorization"] = f"Bearer {self.upstream_token}"
+        token = self.token_at(upstream)
+        if token:
+            headers["authorization"] = f"Bearer {token}"
         query = request.url.query
         url = f"http://{upstream}/" + (f"?{query}" if query else "")
         try:

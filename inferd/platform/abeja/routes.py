@@ -92,7 +92,7 @@ class AbejaAPI:
         self.extras = Extras(platform.store.path)
         self.presigner = Presigner(first_token(settings))
         table = platform.path.table if isinstance(platform.path, GatewayPath) else None
-        self.forwarder = Forwarder(table, platform.pick_upstream, first_token(settings))
+        self.forwarder = Forwarder(table, platform.pick_upstream, platform.routing.token_at)
         self.max_upload = settings.max_bundle_size
         self.max_inference_body = settings.max_body_size
         self.pending: dict[str, Pending] = {}

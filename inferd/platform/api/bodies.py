@@ -75,6 +75,13 @@ class NewRun(Body):
     parameters: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Environment variables of the run's process"
     )
+    timeout: float | None = Field(
+        None,
+        gt=0,
+        le=366 * 24 * 3600,
+        description="Seconds the run may take once started, then it is stopped and failed "
+        "(default: the control process's INFERD_RUN_TIMEOUT)",
+    )
 
 
 class NewTrigger(Body):

@@ -29,7 +29,12 @@ class RunsAPI:
     async def submit(self, request: Request) -> Response:
         body: NewRun = parse(NewRun, await request.body())
         run = await self.runs.submit(
-            request.path_params["deployment"], body.version, body.inputs, body.output, body.parameters
+            request.path_params["deployment"],
+            body.version,
+            body.inputs,
+            body.output,
+            body.parameters,
+            body.timeout,
         )
         return answer(run, 201)
 

@@ -54,7 +54,6 @@ def console_login(tokens: Tokens) -> Login:
 def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:
     """The console's family of routes (`inferd.platform.api.app.FAMILIES`)."""
     tokens = tokens_of(settings)
-    upstream_token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers=HEADERS)
@@ -74,7 +73,7 @@ def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
     async def deployment_traffic(request: Request) -> Response:
         deployment = platform.store.deployment(request.path_params["deployment"])
         services = platform.store.services(deployment.id)
-        return JSONResponse(await traffic(services, upstream_token, platform.routing.addresses))
+        return JSONResponse(await traffic(services, platform.token_of, platform.routing.addresses))
 
     found: list[BaseRoute] = [
         Route(PREFIX, to_page, methods=["GET"]),

@@ -46,17 +46,18 @@ def served(exposition: str) -> prometheus.Traffic:
 
 
 async def traffic(
-    services: Iterable[Service], token: str | None, addresses: Callable[[Service], list[str]]
+    services: Iterable[Service],
+    token_of: Callable[[str], str | None],
+    addresses: Callable[[Service], list[str]],
 ) -> dict[str, dict[str, Any]]:
     """Each service's traffic, summed over its replicas (``addresses``: where each replica of a
-    service listens): ``requests`` and ``latency_ms`` (None when none of its servers said) and
-    ``gateway`` (requests the gateway sent it)."""
+    service listens; ``token_of``: the token a service takes): ``requests`` and ``latency_ms`` (None
+    when none of its servers said) and ``gateway`` (requests the gateway sent it)."""
     listed = list(services)
     through = gateway_requests()
-    headers = {"authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient(timeout=TIMEOUT, headers=headers, trust_env=False) as http:
+    async with httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as http:
         counted = await asyncio.gather(
-            *(_scrape_all(http, service, addresses(service)) for service in listed)
+            *(_scrape_all(http, service, addresses(service), token_of(service.id)) for service in listed)
         )
     return {
         service.id: {
@@ -69,11 +70,13 @@ async def traffic(
 
 
 async def _scrape_all(
-    http: httpx.AsyncClient, service: Service, addresses: list[str]
+    http: httpx.AsyncClient, service: Service, addresses: list[str], token: str | None
 ) -> prometheus.Traffic | None:
     if service.state is not ServiceState.RUNNING:
         return None
-    found = [one for one in await asyncio.gather(*(_scrape(http, a) for a in addresses)) if one is not None]
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    scraped = await asyncio.gather(*(_scrape(http, a, headers) for a in addresses))
+    found = [one for one in scraped if one is not None]
     if not found:
         return None
     return prometheus.Traffic(
@@ -81,9 +84,11 @@ async def _scrape_all(
     )
 
 
-async def _scrape(http: httpx.AsyncClient, address: str) -> prometheus.Traffic | None:
+async def _scrape(
+    http: httpx.AsyncClient, address: str, headers: dict[str, str]
+) -> prometheus.Traffic | None:
     try:
-        answer = await http.get(f"http://{address}{prometheus.PATH}")
+        answer = await http.get(f"http://{address}{prometheus.PATH}", headers=headers)
     except httpx.HTTPError:
         return None
     if answer.status_code != 200:

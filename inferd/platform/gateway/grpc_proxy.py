@@ -14,7 +14,8 @@ of its answer (``error`` when it had none).
 
 The gateway does not terminate gRPC: it relays HTTP/2 (`grpc_relay`, `inferd.protocols.h2`), one process, no
 message ever parsed. A call's header block goes upstream re-encoded, but for ``authorization``
-(checked against ``tokens``, then replaced by ``upstream_token`` when there is one) and
+(checked against ``tokens``, then replaced by the token of the service the call goes to, or
+``upstream_token``) and
 ``:authority`` (the service's address); its DATA frames, the answer's headers, DATA and trailers
 pass as they are, over pooled HTTP/2 connections to each service (many calls on one). Relaying
 costs far less than a grpc.aio server and client per call (bench/gateway_grpc.py). The gateway's
@@ -33,7 +34,7 @@ import time
 from inferd.engines.sockets import bind_http
 from inferd.platform.gateway import metrics
 from inferd.platform.gateway.grpc_relay import Call, ClientConnection, ShadowCall, UpstreamPool
-from inferd.platform.gateway.table import EndpointTable
+from inferd.platform.gateway.table import EndpointTable, Split
 from inferd.protocols.grpc_status import StatusCode
 from inferd.protocols.h2.connection import Corker
 from inferd.protocols.h2.hpack_out import Header, encode_block
@@ -89,11 +90,17 @@ class GrpcGateway:
             if refused is not None:
                 client.answer(stream, StatusCode.UNAUTHENTICATED, refused.message)
                 return
-        if self.authorization is not None:
-            kept.append((b"authorization", self.authorization))
-        self.route(client, stream, endpoint, encode_block(kept), end)
+        self.route(client, stream, endpoint, kept, end)
 
-    def route(self, client: ClientConnection, stream: int, name: str | None, block: bytes, end: bool) -> None:
+    def block_for(self, split: Split, upstream: str, kept: list[Header]) -> bytes:
+        """The call's header block for ``upstream``: with the ``Authorization`` its service takes
+        (`Split.tokens`), else the gateway's ``upstream_token``'s, else none (the client's never)."""
+        authorization = split.tokens.get(upstream, self.authorization)
+        return encode_block(kept if authorization is None else [*kept, (b"authorization", authorization)])
+
+    def route(
+        self, client: ClientConnection, stream: int, name: str | None, kept: list[Header], end: bool
+    ) -> None:
         if name is None:
             names = self.table.names()
             if len(names) != 1:
@@ -124,7 +131,10 @@ class GrpcGateway:
             why = " routes to no service with weight" if upstream is None else ": its service serves no gRPC"
             client.answer(stream, StatusCode.UNAVAILABLE, f"endpoint '{name}'{why}")
             return
+        block = self.block_for(split, upstream, kept)
         call = client.calls[stream] = Call(self, client, stream, name, upstream, block, end, shadow_route)
+        if shadow_route is not None:
+            call.shadow_block = self.block_for(split, shadow_route[0], kept)
         if end and shadow_route is not None:
             self.send_shadow(call, b"")
         self.pool(address).open(call)
@@ -149,7 +159,7 @@ class GrpcGateway:
             metrics.count_dropped(call.endpoint)
             self.table.end(shadow)
             return
-        copy = ShadowCall(self, call.endpoint, shadow, call.block, body)
+        copy = ShadowCall(self, call.endpoint, shadow, call.shadow_block, body)
         self.shadows.add(copy)
         self.pool(call.shadow_address).open(copy)
 

@@ -238,6 +238,7 @@ class Call:
         "response_started",
         "shadow",
         "shadow_address",
+        "shadow_block",
         "sizes",
         "stream",
         "upstream",
@@ -260,6 +261,8 @@ class Call:
         #: The shadow upstream and its gRPC address, until the copy is sent or given up.
         self.shadow: str | None = None
         self.shadow_address = ""
+        #: The header block the shadow copy is sent with (its service's token in it).
+        self.shadow_block = block
         if shadow is not None:
             self.shadow, self.shadow_address = shadow
         self.copy: list[bytes] | None = [] if shadow is not None else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from starlette.types import Message, Receive, Scope, Send
 
@@ -52,8 +52,9 @@ DEFAULT_MAX_BODY = 64 * 1024 * 1024
 
 class Gateway:
     """Forwards the requests of the endpoints in ``table`` (or, with ``endpoint``, every request to
-    that endpoint). ``upstream_token``: a bearer token sent to upstreams in place of the client's
-    ``Authorization``, for services that require one."""
+    that endpoint). Each upstream gets the ``Authorization`` its endpoint's split names for it (its
+    service's own token, `inferd.platform.service_tokens`) in place of the client's, else
+    ``upstream_token`` when given, else the client's own."""
 
     def __init__(
         self,
@@ -97,7 +98,7 @@ class Gateway:
         if picked is None:
             await error_response(NotFound(f"no endpoint named '{name}'"))(scope, receive, send)
             return
-        _, upstream, shadow = picked
+        split, upstream, shadow = picked
         if upstream is None:
             if shadow is not None:
                 self.table.end(shadow)
@@ -105,7 +106,7 @@ class Gateway:
             await self.refuse(error, name, scope, receive, send)
             return
         try:
-            await self.forward(scope, receive, send, name, target, upstream, shadow)
+            await self.forward(scope, receive, send, name, target, upstream, shadow, split.tokens)
         finally:
             self.table.end(upstream)
 
@@ -132,12 +133,13 @@ class Gateway:
         target: bytes,
         upstream: str,
         shadow: str | None,
+        tokens: Mapping[str, bytes] | None = None,
     ) -> None:
         """Forward one request and its answer; ``shadow`` (counted in flight) gets a copy, or is
-        ended here when no copy is sent."""
+        ended here when no copy is sent. ``tokens``: the ``Authorization`` each upstream takes."""
         copy = BodyCopy(shadow)
         try:
-            await self.exchange(scope, receive, send, name, target, upstream, copy)
+            await self.exchange(scope, receive, send, name, target, upstream, copy, tokens or {})
         finally:
             if copy.shadow is not None:  # not handed to a copy's task
                 self.table.end(copy.shadow)
@@ -151,8 +153,9 @@ class Gateway:
         target: bytes,
         upstream: str,
         copy: BodyCopy,
+        tokens: Mapping[str, bytes],
     ) -> None:
-        fields, length = self.request_fields(scope)
+        fields, length = self.request_fields(scope, replaced=bool(tokens) or self.authorization is not None)
         if length is not None and length > self.max_body_size:
             await self.refuse(self.too_large(), name, scope, receive, send)
             return
@@ -170,11 +173,12 @@ class Gateway:
         else:
             framing = b"transfer-encoding: chunked\r\n" if chunked else b"content-length: %d\r\n" % len(body)
         start = scope["method"].encode() + b" " + target + b" HTTP/1.1\r\nhost: "
+        authorization = self.presented(tokens, upstream)
         pool = self.pools.get(upstream) or self.pool(upstream)
         connection: Connection | None = None
         try:
             connection = await pool.send(
-                b"".join((start, upstream.encode(), b"\r\n", fields, framing, b"\r\n"))
+                b"".join((start, upstream.encode(), b"\r\n", fields, authorization, framing, b"\r\n"))
                 + (chunk(body) if chunked else body),
                 scope["method"] == "HEAD",
             )
@@ -184,7 +188,8 @@ class Gateway:
                 connection.abort()
                 return
             if complete and copy.shadow is not None:
-                self.send_shadow(name, start, fields, length is not None, copy)
+                fields_of_shadow = fields + self.presented(tokens, copy.shadow)
+                self.send_shadow(name, start, fields_of_shadow, length is not None, copy)
             status, headers = await connection.head()
         except (UpstreamError, PayloadTooLarge) as error:
             if connection is not None:
@@ -231,8 +236,15 @@ class Gateway:
                 await connection.drain()
         return True
 
-    def request_fields(self, scope: Scope) -> tuple[bytes, int | None]:
-        """The request's header lines to send upstream, and its Content-Length if it has one."""
+    def presented(self, tokens: Mapping[str, bytes], upstream: str) -> bytes:
+        """The ``Authorization`` line ``upstream`` is sent: its own token's, else the gateway's
+        ``upstream_token``'s; nothing when there is neither (the client's is among the fields)."""
+        authorization = tokens.get(upstream, self.authorization)
+        return b"" if authorization is None else b"authorization: %s\r\n" % authorization
+
+    def request_fields(self, scope: Scope, replaced: bool = False) -> tuple[bytes, int | None]:
+        """The request's header lines to send upstream (without the client's ``Authorization`` when
+        it is ``replaced``), and its Content-Length if it has one."""
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         dropped: Iterable[bytes] = DROPPED
         forwarded_for, host, length, proto = None, None, None, False
@@ -247,7 +259,7 @@ class Gateway:
                 length = int(value) if value.isdigit() else None
             elif name == b"x-forwarded-proto":
                 proto = True
-        if self.authorization is not None:
+        if replaced:
             dropped = {*dropped, b"authorization"}
         lines = [b"%s: %s\r\n" % (name, value) for name, value in headers if name not in dropped]
         client = scope.get("client")
@@ -260,8 +272,6 @@ class Gateway:
             lines.append(b"x-forwarded-host: %s\r\n" % host)
         if not proto:
             lines.append(b"x-forwarded-proto: %s\r\n" % scope.get("scheme", "http").encode())
-        if self.authorization is not None:
-            lines.append(b"authorization: %s\r\n" % self.authorization)
         return b"".join(lines), length
 
     def pool(self, upstream: str) -> Pool:

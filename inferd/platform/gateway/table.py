@@ -55,6 +55,9 @@ class Split:
     #: Each upstream's gRPC address (``host:port``), for those serving gRPC: a gRPC call picks an
     #: upstream as a request does (and is counted in flight under its name), then goes there.
     grpc: Mapping[str, str] = field(default_factory=dict)
+    #: The ``Authorization`` value each upstream takes (``Bearer <its service's token>``), sent in
+    #: place of the client's; an upstream without one gets the gateway's ``upstream_token``.
+    tokens: Mapping[str, bytes] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -93,8 +96,10 @@ def split_of(
     routes: Iterable[tuple[Upstreams, int]],
     shadow: tuple[str, float] | None,
     grpc: Mapping[str, str] | None = None,
+    tokens: Mapping[str, str] | None = None,
 ) -> Split:
-    """Check and freeze an endpoint's routes (ValueError says what is wrong)."""
+    """Check and freeze an endpoint's routes (ValueError says what is wrong); ``tokens``: the bearer
+    token each upstream takes."""
     groups: list[tuple[str, ...]] = []
     seen: set[str] = set()
     cumulative, total = [], 0
@@ -124,7 +129,10 @@ def split_of(
         share = percent / 100
     for address in (grpc or {}).values():
         check_address(address)
-    return Split(name, tuple(groups), tuple(cumulative), shadow_upstream, share, dict(grpc or {}))
+    authorizations = {upstream: f"Bearer {token}".encode() for upstream, token in (tokens or {}).items()}
+    return Split(
+        name, tuple(groups), tuple(cumulative), shadow_upstream, share, dict(grpc or {}), authorizations
+    )
 
 
 def check_address(upstream: str) -> None:
@@ -147,12 +155,13 @@ class EndpointTable:
         routes: Iterable[tuple[Upstreams, int]],
         shadow: tuple[str, float] | None = None,
         grpc: Mapping[str, str] | None = None,
+        tokens: Mapping[str, str] | None = None,
     ) -> None:
         """Route ``name`` to ``routes`` ((upstream or a service's upstreams, weight) pairs; weights need not
         sum to 100, a weight of 0 takes no new requests) and copy a share of requests to
         ``shadow`` ((upstream, percent)), from the next request on. ``grpc``: upstream → its gRPC
-        address."""
-        split = split_of(name, routes, shadow, grpc)
+        address; ``tokens``: upstream → the bearer token it takes."""
+        split = split_of(name, routes, shadow, grpc, tokens)
         with self._lock:
             self._splits[name] = split
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from inferd.core.errors import InvalidInput
-from inferd.platform.datapath import GrpcAddresses, Routes, ShadowRoute, spread
+from inferd.platform.datapath import GrpcAddresses, Routes, ShadowRoute, UpstreamTokens, spread
 from inferd.platform.haproxy.config import Frontend, backend_name, grpc_backend_name, render, server_name
 from inferd.platform.haproxy.runtime import RuntimeAPI
 
@@ -97,8 +97,15 @@ class HAProxyPath:
         return self.frontend.grpc_port
 
     async def route(
-        self, name: str, routes: Routes, shadow: ShadowRoute, grpc: GrpcAddresses | None = None
+        self,
+        name: str,
+        routes: Routes,
+        shadow: ShadowRoute,
+        grpc: GrpcAddresses | None = None,
+        tokens: UpstreamTokens | None = None,
     ) -> None:
+        """As `DataPath.route`; ``tokens`` are not told apart: HAProxy sets its header before it
+        picks a server, so it sends its ``upstream_token``, which every service takes."""
         if shadow is not None:
             raise InvalidInput("shadow traffic needs the embedded gateway (data_path: gateway), not HAProxy")
         wanted = spread(routes, WEIGHT_SCALE)

@@ -55,7 +55,7 @@ class Job:
     output: Path
     environment: dict[str, str]
     log: ServiceLog
-    #: Sent to the one-off server, which takes the control process's bearer tokens.
+    #: Sent to the one-off server, which takes only this token (in its environment).
     token: str | None = None
     python: str = sys.executable
     #: Told the process id of each process started (to end it if the control process dies).

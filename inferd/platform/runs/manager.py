@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.records import Run, RunState, Trigger, of_deployment
 from inferd.platform.runs import locations
 from inferd.platform.runs.execute import Job, RunFailed, execute
+from inferd.platform.service_tokens import TOKENS_VARIABLE, new_token
 from inferd.platform.services.logs import ServiceLog
 from inferd.platform.services.sessions import SIGKILL, running, signal_session
 from inferd.platform.store import FINAL_RUN_STATES, Store
@@ -40,6 +41,7 @@ from inferd.storage.upload import upload
 logger = logging.getLogger("inferd.platform.runs")
 
 RESTARTED = "control process restarted"
+TIMEOUT_SETTING = "INFERD_RUN_TIMEOUT"
 _ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
@@ -53,7 +55,11 @@ class Runs:
         self.poll_seconds = 2.0
         self.max_parallel = 4
         self.storage_check_seconds = 10.0
-        self.token: str | None = None
+        #: Seconds a run may take once started (`configure`), and the runs that asked for their own.
+        self.timeout = 24 * 3600.0
+        self._timeouts: dict[str, float] = {}
+        #: Raises when one more run does not fit the platform's process budget (`Platform.budget`).
+        self.admit: Callable[[], None] = lambda: None
         self.cache = ModelCache(root / "model-cache", 10 * 1024**3)
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._pids: dict[str, int] = {}
@@ -64,13 +70,14 @@ class Runs:
         self._looked: dict[tuple[str, str], tuple[object, ...]] = {}
         self._done: set[tuple[str, str]] = set()
 
-    def configure(self, settings: DialectSettings, poll_seconds: float, max_parallel: int) -> None:
-        """The control process's settings: its model cache (for inputs in object storage), its bearer
-        token (the one-off servers take it), how often triggers look and how many runs go at once."""
+    def configure(
+        self, settings: DialectSettings, poll_seconds: float, max_parallel: int, timeout: float = 24 * 3600.0
+    ) -> None:
+        """The control process's settings: its model cache (for inputs in object storage), how often
+        triggers look, how many runs go at once and how long one may take. A run's process gets a
+        token of its own (`new_token`), never the control process's."""
         self.cache = cache_of(settings)
-        self.poll_seconds, self.max_parallel = poll_seconds, max_parallel
-        tokens = getattr(settings, "auth_tokens", None)
-        self.token = tokens[0].get_secret_value() if tokens else None
+        self.poll_seconds, self.max_parallel, self.timeout = poll_seconds, max_parallel, timeout
 
     # ---- runs
 
@@ -81,17 +88,28 @@ class Runs:
         inputs: list[str],
         output: str,
         parameters: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Run:
-        """Record a ``pending`` run and start it (once a slot is free). Unknown records are NotFound;
-        an input that does not exist, an output that is a file, too many inputs are InvalidInput."""
+        """Record a ``pending`` run and start it (once a slot is free); it is stopped and ``failed``
+        ("timed out") ``timeout`` seconds after it started (default: `configure`'s). Unknown records
+        are NotFound; an input that does not exist, an output that is a file, too many inputs are
+        InvalidInput; a run past the process budget is BudgetExceeded."""
         found = self.store.deployment(deployment)
         version = of_deployment(self.store.version(version_id), found, InvalidInput)
         checked = await asyncio.to_thread(locations.check_inputs, inputs)  # walks folders
         output = locations.check_output(output)
         environment = _parameters(parameters or {})
+        self.admit()  # no await from here to its task: counted at once
         run = self.store.add_run(found.id, version.id, checked, output, environment)
+        if timeout is not None:
+            self._timeouts[run.id] = timeout
         self._start(run.id)
         return run
+
+    def active(self) -> int:
+        """The runs that run, or will once a slot is free (at most ``max_parallel``): one process
+        each, for the process budget."""
+        return min(len(self._tasks), self.max_parallel)
 
     async def cancel(self, run_id: str) -> Run:
         """Stop a pending or running run (its process's session ended): ``cancelled``. Conflict once
@@ -190,7 +208,12 @@ class Runs:
                     return
                 self.store.update_run(run_id, state=RunState.RUNNING)
                 log.note(f"run {run_id}: {len(run.inputs)} input(s) into {shown(run.output)}")
-                ended = await self._execute(run, work, log)
+                limit = self._timeouts.get(run_id, self.timeout)
+                try:
+                    ended = await asyncio.wait_for(self._execute(run, work, log), limit)
+                except asyncio.TimeoutError:  # its process's session was ended as on a cancel
+                    said = f"timed out after {limit:g} s (its timeout, or {TIMEOUT_SETTING})"
+                    ended = (RunState.FAILED, said)
         except asyncio.CancelledError:
             ended = (RunState.CANCELLED, "cancelled")
             raise
@@ -199,6 +222,7 @@ class Runs:
             ended = (RunState.FAILED, f"the run failed: {exc}")
         finally:
             self._tasks.pop(run_id, None)
+            self._timeouts.pop(run_id, None)
             self._pids.pop(run_id, None)
             self._pid_file(run_id).unlink(missing_ok=True)
             # the work folder is gone before anyone sees the run finished
@@ -221,7 +245,12 @@ class Runs:
             folder = bundle / self.store.deployment(run.deployment_id).name
             await asyncio.to_thread(self.artifacts.unpack, version.digest, folder)
             files = await asyncio.to_thread(locations.expand, run.inputs, self.cache)
-            environment = {**version.environment, **{k: str(v) for k, v in run.parameters.items()}}
+            token = new_token()  # its one-off server takes this one only
+            environment = {
+                **version.environment,
+                **{k: str(v) for k, v in run.parameters.items()},
+                TOKENS_VARIABLE: token,
+            }
             job = Job(
                 version,
                 folder,
@@ -229,7 +258,7 @@ class Runs:
                 output,
                 environment,
                 log,
-                token=self.token,
+                token=token,
                 started=lambda pid: self._started(run.id, pid),
                 destination=shown(run.output) if remote else None,
             )

@@ -5,7 +5,8 @@ runs as a task of its own (a scale down waits for a drain), one at a time per se
 on meanwhile.
 
 Only local services that may scale (``min_replicas < max_replicas``) and run are watched; a Ray
-service is scaled by Ray Serve itself.
+service is scaled by Ray Serve itself. A scale up stops at the control process's process budget
+(`inferd.platform.budget`): the service runs the replicas that fit, and the log says so once.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Autoscaler:
         self.recommenders: dict[str, Recommender] = {}
         self.scaling: dict[str, asyncio.Task[None]] = {}
         self._task: asyncio.Task[None] | None = None
+        #: Services held below what their load asks by the process budget (logged once each time).
+        self.held: set[str] = set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run(), name="inferd autoscaler")
@@ -70,7 +73,7 @@ class Autoscaler:
             bounds = Bounds(
                 service.replicas, service.min_replicas, service.max_replicas, service.target_concurrency
             )
-            wanted = recommender.recommend(now, load, bounds)
+            wanted = self._within_budget(service, recommender.recommend(now, load, bounds))
             if wanted != service.replicas and service.id not in self.scaling:
                 logger.info("scaling service %s from %d to %d replicas", service.id, service.replicas, wanted)
                 task = asyncio.create_task(self._scale(service.id, wanted))
@@ -78,9 +81,29 @@ class Autoscaler:
         for gone in set(self.recommenders) - watched:
             del self.recommenders[gone]
 
+    def _within_budget(self, service: Service, wanted: int) -> int:
+        """``wanted``, or the most replicas the process budget allows (logged once while held)."""
+        allowed = self.platform.budget.replicas_within(service, wanted)
+        if allowed >= wanted:
+            self.held.discard(service.id)
+        elif service.id not in self.held:
+            self.held.add(service.id)
+            budget = self.platform.budget
+            logger.warning(
+                "service %s stays at %d replicas, not %d: the process budget is reached "
+                "(%d of %d processes in use, %s)",
+                service.id,
+                allowed,
+                wanted,
+                budget.in_use(),
+                budget.limit,
+                "INFERD_MAX_PROCESSES",
+            )
+        return allowed
+
     async def _scale(self, service_id: str, replicas: int) -> None:
         try:
-            await self.platform.scale(service_id, replicas)
+            await self.platform.scale(service_id, replicas, within_budget=True)
         except InferdError as exc:  # stopped, deleted or rebounded meanwhile
             logger.info("service %s was not scaled: %s", service_id, exc)
         finally:

@@ -77,8 +77,8 @@ def _quantile(buckets: dict[float, float], q: float) -> float | None:
 
 
 class WorkflowAPI:
-    def __init__(self, platform: Platform, token: str | None) -> None:
-        self.platform, self.token = platform, token
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
 
     async def metrics(self, request: Request) -> Response:
         """What the ``/metrics`` of every replica of the service say, together."""
@@ -87,7 +87,7 @@ class WorkflowAPI:
         service = self.platform.store.service(request.path_params["service"])
         if service.state not in LIVE_STATES or service.port is None:
             return JSONResponse({"service": service.id, "state": service.state.value, "metrics": None})
-        headers = {"authorization": f"Bearer {self.token}"} if self.token else {}
+        headers = {"authorization": f"Bearer {self.platform.token_of(service.id)}"}
         async with httpx.AsyncClient(timeout=METRICS_TIMEOUT, headers=headers) as http:
             addresses = self.platform.routing.addresses(service)
             texts = await asyncio.gather(*(_exposition(http, address) for address in addresses))
@@ -137,8 +137,7 @@ async def _exposition(http: Any, address: str) -> str:
 
 
 def workflow_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:
-    token = settings.auth_tokens[0].get_secret_value() if settings.auth_tokens else None
-    api = WorkflowAPI(platform, token)
+    api = WorkflowAPI(platform)
     return [
         Route(PREFIX + "/services/{service}/metrics", api.metrics, methods=["GET"]),
         Route(PREFIX + "/services/{service}/logs/follow", api.follow, methods=["GET"]),
