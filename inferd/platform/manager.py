@@ -29,9 +29,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from inferd.core.errors import Conflict, InvalidInput, NotFound, PreconditionFailed
+from inferd.core.errors import Conflict, InvalidInput, NotFound
 from inferd.platform.artifacts import ArtifactStore, Bundle
 from inferd.platform.budget import Budget, per_replica
+from inferd.platform.conditions import check_condition
 from inferd.platform.datapath import DataPath
 from inferd.platform.model_sources import check_model_source
 from inferd.platform.records import (
@@ -323,7 +324,7 @@ class Platform:
         so no other change comes between them."""
         found = self.store.deployment(deployment)
         existing = {endpoint.name: endpoint for endpoint in self.store.endpoints(found.id)}
-        _check_condition(found.name, name, existing.get(name), if_match, if_none_match)
+        check_condition(found.name, name, existing.get(name), if_match, if_none_match)
         for route in routes:
             if route.weight and self.store.service(route.service_id).state is not ServiceState.RUNNING:
                 raise Conflict(f"service {route.service_id} is not running; start it before routing to it")
@@ -486,23 +487,3 @@ class Platform:
     def pick_upstream(self, endpoint_name: str) -> str | None:
         """A replica of a service of the endpoint, the service picked by weight (`Routing.pick_upstream`)."""
         return self.routing.pick_upstream(endpoint_name)
-
-
-def _check_condition(
-    deployment: str, name: str, endpoint: Endpoint | None, if_match: str | None, if_none_match: str | None
-) -> None:
-    """HTTP's ``If-Match`` (entity tags, or ``*``: it exists) and ``If-None-Match: *`` (it does not
-    exist yet) on an endpoint; PreconditionFailed (412) naming what changed when one does not hold."""
-    called = f"endpoint {name!r} of deployment {deployment!r}"
-    if if_none_match is not None and if_none_match.strip() == "*" and endpoint is not None:
-        raise PreconditionFailed(f"{called} exists already (If-None-Match: *): someone created it since")
-    if if_match is None:
-        return
-    if endpoint is None:
-        raise PreconditionFailed(f"{called} does not exist (If-Match: {if_match}): someone deleted it since")
-    tags = {tag.strip() for tag in if_match.split(",")}
-    if "*" not in tags and endpoint.etag not in tags:
-        raise PreconditionFailed(
-            f"{called} has changed since it was read (If-Match: {if_match}, it is now {endpoint.etag}): "
-            "read it again before switching it"
-        )
