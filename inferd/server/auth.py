@@ -129,7 +129,7 @@ class BearerAuth:
             others, signed_in = self.login.take_cookie(scope, cookies)
             kept += [(b"cookie", value) for value in others]
         scope = {**scope, "headers": kept}
-        method, path = scope.get("method", ""), scope["path"]
+        method, path = scope.get("method", ""), _route_path(scope)
         if signed_in or self.is_open(method, path) or (self.login and self.login.is_open(method, path)):
             await self.app(scope, receive, send)
             return
@@ -139,3 +139,13 @@ class BearerAuth:
             return
         page = self.login.page_for(scope) if self.login is not None else None
         await (page or error_response(refused))(scope, receive, send)
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the app routes on: behind a route prefix (Ray Serve's ``root_path``, which ASGI
+    servers keep in ``path`` too) a probe is still ``/v2/health/ready``, open without a token."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :] or "/"
+    return path

@@ -13,6 +13,7 @@ import pytest
 from inferd.core.errors import NotFound
 from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.bundle_copies import BundleCopies
+from inferd.platform.service_tokens import ServiceTokens
 from inferd.storage.errors import StorageError
 from tests.platform.control import control
 from tests.platform.runs.test_runs import push
@@ -98,6 +99,11 @@ def test_a_service_starts_from_the_copy_in_object_storage(bucket: Bucket, tmp_pa
         created = running.call("POST", "/deployments/app/services", json={"version": version})
         assert created.status_code == 201, created.text
         service = wait_state(running, created.json()["id"], "running")
-        answer = httpx.post(f"http://127.0.0.1:{service['port']}/v2/models/scale/infer", json=REQUEST)
+        token = ServiceTokens(data / "platform").of(service["id"])  # a service takes its own token only
+        answer = httpx.post(
+            f"http://127.0.0.1:{service['port']}/v2/models/scale/infer",
+            json=REQUEST,
+            headers={"authorization": f"Bearer {token}"},
+        )
         assert answer.json()["outputs"][0]["data"] == [3.0]
         assert (data / "platform" / "artifacts" / "sha256" / f"{digest.split(':')[1]}.tar.gz").is_file()
