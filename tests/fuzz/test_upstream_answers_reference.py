@@ -38,6 +38,11 @@ LENIENT: dict[str, Callable[[bytes], bytes]] = {
     "empty lines before a status line": lambda wire: re.sub(
         rb"(\A|\r\n\r\n)(?:\r?\n)+(?=HTTP/)", rb"\1", wire
     ),
+    # RFC 9112 6.3: an answer whose Transfer-Encoding is not chunked runs to the connection's end;
+    # h11 refuses every coding but chunked
+    "a Transfer-Encoding other than chunked": lambda wire: re.sub(
+        rb"(?im)^transfer-encoding:(?![ \t]*chunked[ \t]*\r?$)[^\r\n]*\r\n", b"", wire
+    ),
     # the reason phrase is never passed on (the gateway sends the status alone)
     "bytes h11 refuses in a reason phrase": lambda wire: re.sub(
         rb"(?m)^(HTTP/1\.[01] [0-9]{3})[^\r\n]*", rb"\1 ", wire
