@@ -9,6 +9,9 @@ varints), then mutated (truncated, bytes flipped, inserted, deleted). For each:
   deserializer (`inferd.server.grpc_requests`) turns into INVALID_ARGUMENT; nothing else escapes;
 - protobuf accepts ⇒ ours gives the same message (every field, unknown fields too) and the same
   ``raw_input_contents``, or refuses for one of `REASONS`.
+
+And the other way: what inferd writes by hand (`inferd.core.varint`, a response's raw outputs
+around their own memory) reads back in protobuf as the message meant.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inferd.core.varint import varint as core_varint
 from inferd.protocols.v2 import grpc_wire
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.server.grpc_requests import MalformedRequest, tolerant
@@ -279,3 +283,32 @@ def test_known_cases() -> None:
             assert_same(wire)
         except AssertionError as exc:
             raise AssertionError(f"{name}: {exc}") from None
+
+
+# ---- what inferd writes: protobuf must read it back ----
+
+
+@given(st.integers(0, 2**64 - 1))
+@MANY
+def test_inferds_varints_read_back_in_protobuf(value: int) -> None:
+    wire = key(5, 0) + core_varint(value)  # InferParameter.uint64_param
+    assert pb.InferParameter.FromString(wire).uint64_param == value
+    assert grpc_wire._varint(value) == core_varint(value)
+
+
+@given(requests(), st.lists(st.binary(max_size=300), max_size=4))
+@MANY
+def test_responses_written_around_their_raw_outputs_read_back_in_protobuf(
+    request: pb.ModelInferRequest, raw: list[bytes]
+) -> None:
+    message = pb.ModelInferResponse(model_name=request.model_name, id=request.id)
+    for name, value in request.parameters.items():
+        message.parameters[name].CopyFrom(value)
+    for tensor in request.inputs:
+        message.outputs.add(name=tensor.name, datatype=tensor.datatype, shape=tensor.shape)
+    wire = grpc_wire.InferAnswer(message, [memoryview(blob) for blob in raw]).SerializeToString()
+    expected = pb.ModelInferResponse()
+    expected.CopyFrom(message)
+    expected.raw_output_contents.extend(raw)
+    read = pb.ModelInferResponse.FromString(wire)  # compared as bytes: a NaN parameter is not == itself
+    assert read.SerializeToString(deterministic=True) == expected.SerializeToString(deterministic=True)
