@@ -81,6 +81,7 @@ class Connection(asyncio.Protocol):
         self.drop: frozenset[bytes] | set[bytes] = HOP_BY_HOP
         self.interim = False  # reading a 1xx answer, which the real one follows
         self.head_done = False
+        self.framed = False  # the answer has Content-Length or Transfer-Encoding
         self.chunks: list[bytes] = []
         self.buffered = 0
         self.complete = False
@@ -127,15 +128,17 @@ class Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
         if name == b"connection":
-            self.drop = HOP_BY_HOP | set(connection_tokens(value))
+            self.drop = self.drop | set(connection_tokens(value))  # every Connection header counts
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
         if status < 200:  # 1xx: an interim answer; the real one follows on the same connection
-            self.interim, self.headers = True, []
+            self.interim, self.headers, self.drop = True, [], HOP_BY_HOP
             return
         self.status = status
+        # read before the hop-by-hop headers go: Transfer-Encoding is one of them
+        self.framed = any(name in (b"content-length", b"transfer-encoding") for name, _ in self.headers)
         self.headers = [(name, value) for name, value in self.headers if name not in self.drop]
         self.head_done = True
         if self.head_request:  # a HEAD answer has no body whatever its headers say; the parser
@@ -225,8 +228,9 @@ class Connection(asyncio.Protocol):
             self.abort()
 
     def reads_until_close(self) -> bool:
-        """The answer has neither Content-Length nor chunked encoding: the connection's end ends it."""
-        return not any(name in (b"content-length", b"transfer-encoding") for name, _ in self.headers)
+        """The answer has neither Content-Length nor Transfer-Encoding: the connection's end ends
+        it. (An answer that has one and ends early is cut short, not complete.)"""
+        return not self.framed
 
     def reusable(self) -> bool:
         return self.complete and self.keep_alive and not self.closed and self.error is None

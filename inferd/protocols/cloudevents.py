@@ -6,16 +6,21 @@ CloudEvent's ``datacontenttype``); every attribute is a ``ce-`` header: ``ce-spe
 ``org.kubeflow.serving.inference.request`` or ``.response``, ``ce-source``, ``ce-time`` (RFC 3339, UTC),
 and KServe's extensions: ``ce-inferenceservicename`` (the model), ``ce-namespace``, ``ce-component``
 (``predictor``) and ``ce-endpoint`` (empty: inferd has no canary), plus the event's own extensions.
+Attribute values are percent-encoded as the HTTP binding asks (3.1.3.2: space, ``"``, ``%`` and
+everything outside printable ASCII, as UTF-8), so an id taken from a client's ``X-Request-ID`` or a
+V2 body arrives as it was sent (tests/fuzz/test_cloudevents_reference.py checks it against the SDK).
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 import uuid
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from inferd.core.context import request_id
 from inferd.core.payloads import KINDS, REQUEST, Connect, Event, Exchange, PayloadLog
@@ -32,6 +37,15 @@ COMPONENT = "predictor"
 PROTOBUF = "application/x-protobuf; messageType={}"
 #: Header lines an event has without extensions.
 LINES = 10
+#: What a ce- header value may hold as it is: printable ASCII but space, ``"`` and ``%``.
+_SAFE = "".join(chr(code) for code in range(0x21, 0x7F) if chr(code) not in '"%')
+_UNSAFE = re.compile(r"[^!#$&-~]")
+
+
+def header_value(value: str) -> str:
+    """``value`` percent-encoded as a ce- header value (the binding's 3.1.3.2); UnicodeError for
+    a lone surrogate (no UTF-8 for it)."""
+    return value if _UNSAFE.search(value) is None else quote(value, safe=_SAFE)
 
 
 def sender(namespace: str, port: int) -> Connect:
@@ -50,23 +64,24 @@ def sender(namespace: str, port: int) -> Connect:
 
 def encoder(namespace: str, port: int) -> Callable[[Event], tuple[bytes, bytes]]:
     """An event's header lines (its attributes) and body, sent in ``namespace`` by the server on
-    HTTP ``port``. Raises ValueError for a value no header can hold (a line break), UnicodeError
-    for one beyond Latin-1."""
+    HTTP ``port``. Raises ValueError for a content type no header can hold (a line break),
+    UnicodeError for one beyond Latin-1 or an attribute with a lone surrogate."""
     fixed = (
-        f"ce-source: {default_source(port)}\r\nce-namespace: {namespace}\r\n"
+        f"ce-source: {header_value(default_source(port))}\r\nce-namespace: {header_value(namespace)}\r\n"
         f"ce-component: {COMPONENT}\r\nce-endpoint: \r\n"
     )
     types = {kind: f"ce-type: {TYPES.get(kind, RESPONSE_TYPE)}\r\n" for kind in KINDS}
 
     def encode(event: Event) -> tuple[bytes, bytes]:
         head = (
-            f"content-type: {event.content_type}\r\nce-specversion: 1.0\r\nce-id: {event.id}\r\n"
+            f"content-type: {event.content_type}\r\nce-specversion: 1.0\r\n"
+            f"ce-id: {header_value(event.id)}\r\n"
             f"{types[event.kind]}ce-time: {rfc3339(event.time)}\r\n"
-            f"ce-inferenceservicename: {event.model}\r\n{fixed}"
+            f"ce-inferenceservicename: {header_value(event.model)}\r\n{fixed}"
         )
         lines = LINES
         if event.extensions:
-            head += "".join(f"ce-{name}: {value}\r\n" for name, value in event.extensions)
+            head += "".join(f"ce-{name}: {header_value(value)}\r\n" for name, value in event.extensions)
             lines += len(event.extensions)
         if head.count("\n") != lines or head.count("\r") != lines:
             raise ValueError("a line break in an attribute")

@@ -250,6 +250,7 @@ class _Connection(asyncio.Protocol, Generic[T]):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
+            self.status = 0  # the answer being read is no answer: its request fails
             self.abort(f"the sink's answer is not HTTP/1.1: {exc}")
 
     def eof_received(self) -> bool:

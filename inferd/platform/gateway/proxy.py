@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
 from starlette.types import Message, Receive, Scope, Send
 
@@ -168,7 +169,7 @@ class Gateway:
             await self.refuse(self.too_large(), name, scope, receive, send)
             return
         chunked = more and length is None
-        if length is not None or not body:
+        if length is not None or not (body or more):
             framing = b""  # the client's Content-Length is among the fields, or there is no body
         else:
             framing = b"transfer-encoding: chunked\r\n" if chunked else b"content-length: %d\r\n" % len(body)
@@ -244,30 +245,39 @@ class Gateway:
 
     def request_fields(self, scope: Scope, replaced: bool = False) -> tuple[bytes, int | None]:
         """The request's header lines to send upstream (without the client's ``Authorization`` when
-        it is ``replaced``), and its Content-Length if it has one."""
+        it is ``replaced``), and its Content-Length when that is among them. The options of every
+        ``Connection`` header are dropped; when they name Content-Length (or it is no number), the
+        client's is not sent and the gateway frames the body itself: a request forwarded without the
+        header framing its body would leave the body on the connection, read by the upstream as the
+        next request."""
         headers: list[tuple[bytes, bytes]] = scope["headers"]
-        dropped: Iterable[bytes] = DROPPED
-        forwarded_for, host, length, proto = None, None, None, False
+        dropped: AbstractSet[bytes] = DROPPED
+        forwarded_for: list[bytes] = []
+        host, length, proto = None, None, False
         for name, value in headers:
             if name == b"connection":
-                dropped = DROPPED | set(connection_tokens(value))
+                dropped = dropped | set(connection_tokens(value))
             elif name == b"x-forwarded-for":
-                forwarded_for = value
+                if value:
+                    forwarded_for.append(value)
             elif name == b"host":
                 host = value
             elif name == b"content-length":
                 length = int(value) if value.isdigit() else None
+                if length is None:
+                    dropped = dropped | {b"content-length"}
             elif name == b"x-forwarded-proto":
                 proto = True
         if replaced:
-            dropped = {*dropped, b"authorization"}
+            dropped = dropped | {b"authorization"}
+        if b"content-length" in dropped:
+            length = None
+        if proto and b"x-forwarded-proto" in dropped:
+            proto = False
         lines = [b"%s: %s\r\n" % (name, value) for name, value in headers if name not in dropped]
         client = scope.get("client")
         if client:
-            address = client[0].encode()
-            lines.append(
-                b"x-forwarded-for: %s\r\n" % (forwarded_for + b", " + address if forwarded_for else address)
-            )
+            lines.append(b"x-forwarded-for: %s\r\n" % b", ".join([*forwarded_for, client[0].encode()]))
         if host is not None:
             lines.append(b"x-forwarded-host: %s\r\n" % host)
         if not proto:

@@ -24,6 +24,9 @@ RAW_INPUT_FIELD = 7  # ModelInferRequest.raw_input_contents
 RAW_OUTPUT_FIELD = 6  # ModelInferResponse.raw_output_contents
 _LENGTH_DELIMITED = 2
 _RAW_OUTPUT_TAG = bytes([RAW_OUTPUT_FIELD << 3 | _LENGTH_DELIMITED])
+#: A key (field number and wire type) fits in 32 bits: protobuf reads at most 5 bytes of it and
+#: refuses a message with a longer one (an overlong encoding), so the walk leaves such bytes to it.
+_MAX_KEY_BYTES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,8 @@ def _split(view: memoryview, field: int) -> tuple[list[memoryview], list[memoryv
     while offset < end:
         start = offset
         key, offset = _read_varint(view, offset)
+        if offset - start > _MAX_KEY_BYTES:
+            raise ValueError("a field's key is longer than protobuf reads")
         kind = key & 7
         if kind == 0:
             _, offset = _read_varint(view, offset)
