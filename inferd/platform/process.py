@@ -31,6 +31,7 @@ from inferd.platform.scaling import Autoscaler, ScalePolicy
 from inferd.platform.settings import PlatformSettings
 from inferd.platform.store import Store
 from inferd.server.auth import tokens_of
+from inferd.server.origins import host_policy
 
 logger = logging.getLogger("inferd.platform")
 
@@ -87,6 +88,8 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         port = settings.gateway_port or next(free)
         grpc_port = settings.grpc_gateway_port or next(free)
         tokens = [token.get_secret_value() for token in settings.auth_tokens]
+        # the Host check of the embedded gateway (`host_policy`), as HAProxy's configuration says it
+        hosts = None if host_policy(settings) is None else settings.allowed_hosts
         haproxy = HAProxyPath(
             platform_root(settings) / "haproxy",
             settings.host,
@@ -95,6 +98,7 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
             upstream_token,
             settings.max_body_size,
             grpc_port=grpc_port,
+            hosts=hosts,
         )
         await haproxy.start()
         return RunningPath(haproxy, port, grpc_port, haproxy.close)
@@ -123,6 +127,7 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
             tokens=tokens_of(settings),
             limits=limits,
             upstream_token=upstream_token,
+            hosts=host_policy(settings),
         )
     except BaseException:
         await grpc_gateway.stop(0)

@@ -100,9 +100,11 @@ def guard_control_routes(routes: Iterable[BaseRoute], policy: OriginPolicy) -> N
 
 
 def is_loopback(name: str) -> bool:
-    """Whether a host name or address (IPv6 with or without brackets) means this machine."""
+    """Whether a host name or address (IPv6 with or without brackets) means this machine:
+    ``localhost`` and every name under it (RFC 6761 6.3: resolvers answer them with loopback
+    addresses, never with a name server's), or a loopback address."""
     name = name.lower().removesuffix(".").strip("[]")
-    if name == "localhost":
+    if name == "localhost" or name.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(name).is_loopback
