@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from inferd.core.settings import ServerSettings
 
@@ -66,7 +66,35 @@ class PlatformSettings(ServerSettings):
     max_parallel_runs: int = Field(4, ge=1)
     """Runs that go at once; the others wait, ``pending``."""
 
+    platform_open: bool = False
+    """Run the control API, its console and its ABEJA-compatible API without a token when
+    ``auth_tokens`` is empty (``--no-token``): every process and user of this machine may then deploy
+    and run code. Unset, a token is generated at the first start, kept in
+    ``DATA_DIR/platform/control-token`` (mode 0600) and taken by the ``inferd`` CLI on its own."""
+
+    runtime_dir: Path | None = None
+    """Where a control process records which token file its port takes, for the ``inferd`` CLI of the
+    same user to find (removed when it stops). Unset: ``$XDG_RUNTIME_DIR/inferd``, else
+    ``~/.local/share/inferd/runtime``."""
+
     abeja_datalake_dir: Path | None = None
     """The folder standing for ABEJA's DataLake in the ABEJA-compatible API's runs and triggers:
     channel ``C`` is the folder ``C`` in it, its file ``F`` the file ``C/F``. Unset: ``platform/datalake``
     in ``data_dir``."""
+
+    #: The token generated at start when ``auth_tokens`` is empty (`inferd.platform.admin_token`).
+    _generated_token: str | None = PrivateAttr(default=None)
+
+    def control_tokens(self) -> list[str]:
+        """The tokens the control API, the console and the ABEJA-compatible API take: ``auth_tokens``,
+        else the generated one, else none (``platform_open``). The gateway and the services take
+        ``auth_tokens`` alone."""
+        if self.auth_tokens:
+            return [token.get_secret_value() for token in self.auth_tokens]
+        return [self._generated_token] if self._generated_token else []
+
+    def with_generated_token(self, token: str) -> PlatformSettings:
+        """These settings with ``token`` as the control API's when ``auth_tokens`` is empty."""
+        copied = self.model_copy()
+        copied._generated_token = token
+        return copied
