@@ -11,12 +11,18 @@ import os
 import subprocess
 from pathlib import Path
 
+import grpc
 import httpx
+import pytest
 
 from tests.platform.control import control
 from tests.servers import ROOT, inferd_command, with_this_tree
 
 ABEJA_DEPLOYMENTS = "/organizations/1234567890123/deployments"
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
 
 
 def test_a_control_started_without_tokens_makes_one_keeps_it_and_the_cli_finds_it(tmp_path: Path) -> None:
@@ -83,6 +89,12 @@ def test_a_control_started_without_tokens_makes_one_keeps_it_and_the_cli_finds_i
             cwd=tmp_path,
         )
         assert lost.returncode == 1 and "HTTP 401" in lost.stderr and "INFERD_TOKEN" in lost.stderr
+        # guessing it: ten wrong tokens are refused 401 (five were "nope" above), the next ones 429,
+        # and the right one still answers
+        guesses = [running.call("GET", "/deployments", headers=bearer(f"guess-{n}")) for n in range(7)]
+        assert [answer.status_code for answer in guesses] == [401] * 5 + [429] * 2
+        assert int(guesses[-1].headers["retry-after"]) >= 1
+        assert running.call("GET", "/deployments").status_code == 200
     assert list(running.runtime.iterdir()) == []  # its record went with it, no scratch file left
     assert sorted(path.name for path in (data / "platform").glob("control-token*")) == ["control-token"]
 
@@ -150,4 +162,16 @@ def test_run_open_only_when_asked(tmp_path: Path) -> None:
         assert httpx.get(f"{running.api}/deployments", timeout=30).status_code == 401
         mine = httpx.get(f"{running.api}/deployments", headers={"authorization": "Bearer mine"}, timeout=30)
         assert mine.status_code == 200
+        # the gRPC gateway takes those tokens, and slows guesses of them as the HTTP side does
+        with grpc.insecure_channel(running.grpc) as channel:
+            call = channel.unary_unary("/inference.GRPCInferenceService/ServerLive")
+            codes = []
+            for n in range(11):
+                with pytest.raises(grpc.RpcError) as refused:
+                    call(b"", metadata=[("authorization", f"Bearer guess-{n}")], timeout=10)
+                codes.append(refused.value.code())
+            assert codes == [grpc.StatusCode.UNAUTHENTICATED] * 10 + [grpc.StatusCode.RESOURCE_EXHAUSTED]
+            with pytest.raises(grpc.RpcError) as routed:  # the right token gets past: no endpoint
+                call(b"", metadata=[("authorization", "Bearer mine")], timeout=10)
+            assert routed.value.code() == grpc.StatusCode.NOT_FOUND
     assert not (tmp_path / "data" / "platform" / "control-token").exists()
