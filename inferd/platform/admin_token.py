@@ -46,22 +46,28 @@ def token_file(data_dir: Path) -> Path:
 
 def load_or_create(path: Path) -> tuple[str, bool]:
     """The token kept at ``path``, made (and written with mode 0600) when there is none; and whether it
-    was made now. A kept file that others may read is made private again."""
+    was made now. The file appears whole (linked from a scratch file) or not at all, so a process
+    reading it meanwhile never sees it empty; a kept file that others may read is made private again."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    token = _read(path)
+    if token:
+        if stat.S_IMODE(path.stat().st_mode) & 0o077:
+            path.chmod(0o600)
+        return token, False
+    made = secrets.token_urlsafe(32)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        token = _read(path)
-        if token:
-            if stat.S_IMODE(path.stat().st_mode) & 0o077:
-                path.chmod(0o600)
-            return token, False
-        path.unlink()  # empty or unreadable: made again
-        return load_or_create(path)
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(descriptor, "w") as out:
-        out.write(token + "\n")
-    return token, True
+        with os.fdopen(descriptor, "w") as out:
+            out.write(made + "\n")
+        path.unlink(missing_ok=True)  # empty or unreadable: made again
+        try:
+            os.link(scratch, path)
+        except FileExistsError:  # another process made it first: its token is the one
+            return load_or_create(path)
+    finally:
+        scratch.unlink(missing_ok=True)
+    return made, True
 
 
 def host_refusal(host: str, has_tokens: bool) -> str | None:
