@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import unquote
 
 import grpc
 
@@ -43,8 +44,10 @@ class GrpcBearerAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpci
 
 
 def peer_address(peer: str) -> str | None:
-    """The address in a gRPC peer (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``)."""
+    """The address in a gRPC peer (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``; grpcio may write the
+    brackets percent-encoded)."""
     kind, _, rest = peer.partition(":")
+    rest = unquote(rest)
     if kind == "ipv6" and rest.startswith("["):
         return rest[1:].partition("]")[0]
     if kind == "ipv4":

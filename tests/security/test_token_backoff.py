@@ -16,6 +16,7 @@ import pytest
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 from inferd.server.backoff import Backoff, client_key
+from inferd.server.grpc_interceptors import peer_address
 from tests.security.conftest import APPS, PYTHONPATH
 from tests.servers import RunningServer, serve
 
@@ -128,6 +129,9 @@ def test_the_clients_remembered_are_bounded_and_a_host_is_its_64() -> None:
     assert len(backoff.clients) == 1000
     assert client_key("2001:db8::1") == client_key("2001:db8::ffff:1") == "2001:db8::/64"
     assert client_key("::ffff:127.0.0.1") == "127.0.0.1" and client_key(None) == ""
+    # gRPC peers: inferd's own and grpcio's spellings, one client each whatever the port
+    assert peer_address("ipv4:127.0.0.1:5000") == "127.0.0.1"
+    assert peer_address("ipv6:[::1]:5000") == peer_address("ipv6:%5B::1%5D:5001") == "::1"
     for _ in range(10):  # within the free ones: nothing; then a refusal that says when to retry
         assert backoff.failed("192.0.2.1", now=100.0) is None
     refused = backoff.failed("192.0.2.1", now=100.0)
