@@ -250,7 +250,7 @@ def platform_exposition(tmp_path: Path) -> str:
         good = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
         assert httpx.post(url, json=good, timeout=30).status_code == 200
         assert httpx.post(url, json={"inputs": []}, timeout=30).status_code == 500
-        return scrape(running.base)
+        return scrape(running.base, headers=running.headers)
 
 
 def server_expositions(tmp_path: Path) -> Iterator[str]:

@@ -1,7 +1,8 @@
 """``inferd platform``: run the control process (``serve``) and drive it over its HTTP API (every other
 verb). The verbs follow ABEJA's model CLI: a deployment holds versions (``push`` uploads a project
 folder), a service runs a version (``start``/``stop``), an endpoint routes to services by weight
-(``route``). ``--url`` names the control API; ``INFERD_TOKEN`` is sent as its bearer token."""
+(``route``). ``--url`` names the control API; ``INFERD_TOKEN`` is sent as its bearer token, else the
+token a control process on this machine generated (`inferd.platform.admin_token.local_token`)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ def _call(
 ) -> Any:
     """One request to the control API; an error answer ends the command with its message."""
     from inferd import client
+    from inferd.platform.admin_token import HINT, local_token
 
     headers = {"accept": "application/json"}
-    token = os.environ.get("INFERD_TOKEN")
+    token = os.environ.get("INFERD_TOKEN") or local_token(url)
     if token:
         headers["authorization"] = f"Bearer {token}"
     content = None
@@ -49,7 +51,7 @@ def _call(
         fail(str(exc), code=1)
     if answer.status >= 400:
         said = answer.json().get("error") if answer.is_json else answer.body.decode("utf-8", "replace")
-        fail(f"HTTP {answer.status}: {said}", code=1)
+        fail(f"HTTP {answer.status}: {said}", code=1, instead=HINT if answer.status == 401 else None)
     return answer.json() if answer.body and answer.is_json else None
 
 
@@ -113,14 +115,35 @@ def serve(
     data_dir: Annotated[Path, typer.Option(help="Where the platform keeps its state and bundles.")] = Path(
         ".inferd"
     ),
+    auth_token: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--auth-token",
+            help="A bearer token the API, console and gateway take (repeatable; INFERD_AUTH_TOKENS). "
+            "Without one, the API takes a token generated in DATA_DIR/platform/control-token.",
+        ),
+    ] = None,
+    no_token: Annotated[
+        bool,
+        typer.Option(
+            "--no-token",
+            help="No token at all when none is given (INFERD_PLATFORM_OPEN): every local process may "
+            "deploy and run code. Loopback only.",
+        ),
+    ] = False,
 ) -> None:
     """Run the control process: the control API and the endpoints' gateway, until Ctrl+C (the services
     keep running and are adopted by the next run)."""
     from inferd.engines.local import run
+    from inferd.platform.admin_token import host_refusal
+    from inferd.platform.process import Listening
     from inferd.platform.process import serve as serve_platform
     from inferd.platform.settings import PlatformSettings
     from inferd.server.logging import configure_logging
 
+    given: dict[str, Any] = {"auth_tokens": auth_token} if auth_token else {}
+    if no_token:
+        given["platform_open"] = True
     try:
         settings = PlatformSettings(
             host=host,
@@ -129,11 +152,21 @@ def serve(
             grpc_gateway_port=grpc_gateway_port,
             data_dir=data_dir,
             data_path=data_path,
+            **given,
         )
     except ValueError as exc:
         fail(f"invalid option: {exc}")
+    refused = host_refusal(settings.host, bool(settings.auth_tokens))
+    if refused:
+        fail(refused, instead=f'inferd platform serve --host {host} --auth-token "$(openssl rand -hex 32)"')
     configure_logging(settings.log_level)
-    run(serve_platform(settings, lambda listening: print(listening.ready_line(), flush=True)))
+
+    def ready(listening: Listening) -> None:
+        if listening.token_line:
+            print(listening.token_line, flush=True)
+        print(listening.ready_line(), flush=True)
+
+    run(serve_platform(settings, ready))
 
 
 @app.command("create-deployment", cls=Command)

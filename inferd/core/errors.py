@@ -99,6 +99,11 @@ class Overloaded(RetryLater):
     """The server sheds this request; the client should retry later."""
 
 
+class TooManyFailures(RetryLater):
+    """This client presented too many wrong tokens lately: its next wrong ones are refused so, after a
+    wait, until ``retry_after`` seconds have passed (a right token is never refused so)."""
+
+
 class ModelProcessLost(RetryLater):
     """The process running the model's code died, outgrew its memory limit or hung while this
     request was in it; it is being replaced, so a retry may succeed."""

@@ -5,6 +5,10 @@ At start it re-adopts the services its previous run left running, with their rep
 again), gives the gateway every endpoint and starts the autoscaler (`inferd.platform.scaling`); on
 SIGTERM or Ctrl+C it stops accepting, lets in-flight requests finish, and leaves the services running for
 the next control process to adopt (`inferd platform services stop` stops one).
+
+Without ``INFERD_AUTH_TOKENS`` (and without ``INFERD_PLATFORM_OPEN``) the control API takes the token
+kept in the data folder, made at the first start (`inferd.platform.admin_token`); the line before the
+ready line says it and how to use it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from inferd.engines.http import SignalFreeServer, uvicorn_config
 from inferd.engines.sockets import bind_http, free_ports, port_of
+from inferd.platform import admin_token
 from inferd.platform.api.app import create_control_app
 from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.bundle_copies import BundleCopies
@@ -32,6 +37,7 @@ from inferd.platform.service_tokens import ServiceTokens
 from inferd.platform.settings import PlatformSettings
 from inferd.platform.store import Store
 from inferd.server.auth import tokens_of
+from inferd.server.origins import host_policy
 
 logger = logging.getLogger("inferd.platform")
 
@@ -44,6 +50,8 @@ class Listening:
     api_port: int
     gateway_port: int
     grpc_port: int
+    #: What the control API takes when its token was generated: the line to print before the ready line.
+    token_line: str | None = None
 
     def ready_line(self) -> str:
         return (
@@ -101,6 +109,8 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         port = settings.gateway_port or next(free)
         grpc_port = settings.grpc_gateway_port or next(free)
         tokens = [token.get_secret_value() for token in settings.auth_tokens]
+        # the Host check of the embedded gateway (`host_policy`), as HAProxy's configuration says it
+        hosts = None if host_policy(settings) is None else settings.allowed_hosts
         haproxy = HAProxyPath(
             platform_root(settings) / "haproxy",
             settings.host,
@@ -109,6 +119,7 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
             upstream_token,
             settings.max_body_size,
             grpc_port=grpc_port,
+            hosts=hosts,
         )
         await haproxy.start()
         return RunningPath(haproxy, port, grpc_port, haproxy.close)
@@ -137,6 +148,7 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
             settings.gateway_port,
             tokens=tokens_of(settings),
             limits=limits,
+            hosts=host_policy(settings),
         )
     except BaseException:
         await grpc_gateway.stop(0)
@@ -148,7 +160,37 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
     return RunningPath(GatewayPath(table), gateway.port, grpc_gateway.port, stop)
 
 
+@dataclass(frozen=True)
+class GeneratedToken:
+    token: str
+    path: Path
+    new: bool
+
+    def line(self, host: str, port: int) -> str:
+        """What the user is told at start: the token, where it is kept, and how to use it."""
+        kept = "new, kept" if self.new else "kept"
+        return (
+            f"inferd platform token: {self.token} ({kept} in {self.path}, mode 0600; the inferd CLI "
+            f"of this user reads it by itself; send 'Authorization: Bearer TOKEN' from other clients, "
+            f"sign in to the console at http://{host}:{port}/console/login with it; "
+            "INFERD_PLATFORM_OPEN=1 runs without a token)"
+        )
+
+
+def generated_token(settings: PlatformSettings) -> GeneratedToken | None:
+    """The control API's token kept in the data folder (made now if there is none), when no
+    ``auth_tokens`` are set and the platform is not run open."""
+    if settings.auth_tokens or settings.platform_open:
+        return None
+    path = admin_token.token_file(platform_root(settings).parent)
+    token, new = admin_token.load_or_create(path)
+    return GeneratedToken(token, path, new)
+
+
 async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None]) -> None:
+    generated = generated_token(settings)
+    if generated is not None:
+        settings = settings.with_generated_token(generated.token)
     gateway = await start_data_path(settings)
     platform = open_platform(settings, gateway.path)
     await platform.restore()
@@ -169,14 +211,35 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    record: Path | None = None
     try:
         if api.started:
-            on_ready(Listening(settings.host, port_of(sock), gateway.port, gateway.grpc_port))
+            port = port_of(sock)
+            line = None
+            if generated is not None:
+                record = _record(settings, port, generated.path)
+                line = generated.line(settings.host, port)
+            on_ready(Listening(settings.host, port, gateway.port, gateway.grpc_port, line))
             await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
     finally:
+        if record is not None:
+            admin_token.remove_record(record)
         api.should_exit = True
         await autoscaler.aclose()
         await asyncio.gather(task, gateway.stop(), return_exceptions=True)
         platform.detach()
         platform.store.close()
         logger.info("platform stopped; its services keep running for the next control process")
+
+
+def _record(settings: PlatformSettings, port: int, token_path: Path) -> Path | None:
+    """Where the CLI finds the token file by this port (`inferd.platform.admin_token.local_token`);
+    a runtime folder that cannot be written only costs the CLI that lookup."""
+    folder = admin_token.runtime_dir(settings.runtime_dir)
+    if folder is None:
+        return None
+    try:
+        return admin_token.write_record(folder, port, token_path)
+    except OSError as exc:
+        logger.warning("cannot record the control token's file in %s: %s", folder, exc)
+        return None

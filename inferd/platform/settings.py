@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 from pydantic_settings import NoDecode
 
 from inferd.core.settings import ServerSettings
@@ -92,6 +92,17 @@ class PlatformSettings(ServerSettings):
     """Seconds a run may take from its start (once a slot is free) before it is stopped and marked
     ``failed`` ("timed out after N s"); a run may ask for less or more with its own ``timeout``."""
 
+    platform_open: bool = False
+    """Run the control API, its console and its ABEJA-compatible API without a token when
+    ``auth_tokens`` is empty (``--no-token``): every process and user of this machine may then deploy
+    and run code. Unset, a token is generated at the first start, kept in
+    ``DATA_DIR/platform/control-token`` (mode 0600) and taken by the ``inferd`` CLI on its own."""
+
+    runtime_dir: Path | None = None
+    """Where a control process records which token file its port takes, for the ``inferd`` CLI of the
+    same user to find (removed when it stops). Unset: ``$XDG_RUNTIME_DIR/inferd``, else
+    ``~/.local/share/inferd/runtime``."""
+
     abeja_datalake_dir: Path | None = None
     """The folder standing for ABEJA's DataLake in the ABEJA-compatible API's runs and triggers:
     channel ``C`` is the folder ``C`` in it, its file ``F`` the file ``C/F``. Unset: ``platform/datalake``
@@ -110,3 +121,20 @@ class PlatformSettings(ServerSettings):
     def _split_locations(cls, value: Any) -> Any:
         """A list from the environment as a JSON list or comma-separated; empty entries are dropped."""
         return cls._split_list(value)
+
+    #: The token generated at start when ``auth_tokens`` is empty (`inferd.platform.admin_token`).
+    _generated_token: str | None = PrivateAttr(default=None)
+
+    def control_tokens(self) -> list[str]:
+        """The tokens the control API, the console and the ABEJA-compatible API take: ``auth_tokens``,
+        else the generated one, else none (``platform_open``). The gateway and the services take
+        ``auth_tokens`` alone."""
+        if self.auth_tokens:
+            return [token.get_secret_value() for token in self.auth_tokens]
+        return [self._generated_token] if self._generated_token else []
+
+    def with_generated_token(self, token: str) -> PlatformSettings:
+        """These settings with ``token`` as the control API's when ``auth_tokens`` is empty."""
+        copied = self.model_copy()
+        copied._generated_token = token
+        return copied

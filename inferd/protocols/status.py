@@ -43,6 +43,7 @@ STATUSES: dict[type[BaseException], Status] = {
     errors.StorageUnavailable: Status(502, "UNAVAILABLE"),
     errors.ModelLoadError: Status(400, "FAILED_PRECONDITION"),
     errors.TargetError: Status(400, "INVALID_ARGUMENT"),
+    errors.TooManyFailures: Status(429, "RESOURCE_EXHAUSTED"),
     errors.RetryLater: Status(503, "UNAVAILABLE"),
     errors.RequestTimeout: Status(504, "DEADLINE_EXCEEDED"),
     errors.Unauthenticated: Status(401, "UNAUTHENTICATED"),

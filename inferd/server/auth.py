@@ -7,6 +7,8 @@ Health and readiness answer without a token so probes need no secret; they run n
 token is compared with every configured one in constant time (`hmac.compare_digest`, no early exit),
 so timing tells neither a token's prefix nor which token matched. The ``Authorization`` header is
 removed from the request before routing: no dialect hands it to model code, and no log line has it.
+A client presenting wrong tokens is slowed, then refused 429 (`inferd.server.backoff`); a missing
+token costs nothing, a right one is never slowed.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Protocol
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from inferd.core.errors import Unauthenticated
+from inferd.core.errors import TooManyFailures, Unauthenticated
 from inferd.core.settings import ServerSettings
+from inferd.server.backoff import Backoff
 from inferd.server.errors import error_response
 
 MISSING = "missing bearer token: send 'Authorization: Bearer <token>'"
@@ -44,12 +47,24 @@ class BrowserLogin(Protocol):
 
 
 class Tokens:
-    """The configured tokens and the one check of a presented ``Authorization`` value."""
+    """The configured tokens, the one check of a presented ``Authorization`` value, and the back-off
+    of the clients that present wrong ones."""
 
     def __init__(self, tokens: Iterable[str]) -> None:
         self._tokens = [token.encode() for token in tokens]
         if not self._tokens:
             raise ValueError("authentication needs at least one token")
+        self.backoff = Backoff()
+
+    def check(
+        self, authorization: bytes | str | None, client: str | None
+    ) -> Unauthenticated | TooManyFailures | None:
+        """`refusal`, with a wrong token counted against ``client`` (its address): past its free
+        ones, the `TooManyFailures` to answer instead (after `Backoff.hold`)."""
+        refused = self.refusal(authorization)
+        if refused is None or refused.message != INVALID:  # no token at all costs nothing
+            return refused
+        return self.backoff.failed(client) or refused
 
     def refusal(self, authorization: bytes | str | None) -> Unauthenticated | None:
         """None when ``authorization`` is ``Bearer <a configured token>``, else the error to answer."""
@@ -133,9 +148,14 @@ class BearerAuth:
         if signed_in or self.is_open(method, path) or (self.login and self.login.is_open(method, path)):
             await self.app(scope, receive, send)
             return
-        refused = self.tokens.refusal(authorization)
+        address = client_address(scope)
+        refused = self.tokens.check(authorization, address)
         if refused is None:
             await self.app(scope, receive, send)
+            return
+        if isinstance(refused, TooManyFailures):
+            await self.tokens.backoff.hold(address, refused)
+            await error_response(refused)(scope, receive, send)
             return
         page = self.login.page_for(scope) if self.login is not None else None
         await (page or error_response(refused))(scope, receive, send)
@@ -149,3 +169,9 @@ def _route_path(scope: Scope) -> str:
     if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
         return path[len(root) :] or "/"
     return path
+
+
+def client_address(scope: Scope) -> str | None:
+    """The peer's address of an HTTP request (its host, without the port)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None

@@ -10,19 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import unquote
 
 import grpc
 
-from inferd.core.errors import Unauthenticated
+from inferd.core.errors import TooManyFailures, Unauthenticated
 from inferd.core.tracing import Tracer
 from inferd.protocols.grpc_status import StatusCode
 from inferd.protocols.status import status_of
-from inferd.server.auth import Tokens
+from inferd.server.auth import INVALID, Tokens
+from inferd.server.backoff import Backoff
 
 
 class GrpcBearerAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio ships no hints
     """The gRPC side: every method but ``open_methods`` needs ``authorization: Bearer <token>``
-    metadata, else UNAUTHENTICATED before the servicer runs."""
+    metadata, else UNAUTHENTICATED before the servicer runs; a client past its wrong tokens is
+    slowed, then refused RESOURCE_EXHAUSTED (`inferd.server.backoff`)."""
 
     def __init__(self, tokens: Tokens, open_methods: Iterable[str]) -> None:
         self.tokens, self.open_methods = tokens, frozenset(open_methods)
@@ -34,20 +37,41 @@ class GrpcBearerAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpci
         metadata = details.invocation_metadata or ()
         authorization = next((value for key, value in metadata if key == "authorization"), None)
         refused = self.tokens.refusal(authorization)
-        return handler if refused is None else _refusing(handler, refused)
+        if refused is None:
+            return handler
+        # the peer's address is the call's context's: a wrong token is counted when the refusal runs
+        return _refusing(handler, refused, self.tokens.backoff if refused.message == INVALID else None)
 
 
-def _refusing(handler: Any, error: Unauthenticated) -> Any:
+def peer_address(peer: str) -> str | None:
+    """The address in a gRPC peer (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``; grpcio may write the
+    brackets percent-encoded)."""
+    kind, _, rest = peer.partition(":")
+    rest = unquote(rest)
+    if kind == "ipv6" and rest.startswith("["):
+        return rest[1:].partition("]")[0]
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    return peer or None
+
+
+def _refusing(handler: Any, error: Unauthenticated, backoff: Backoff | None = None) -> Any:
     """A handler that aborts every call with ``error`` without reading its request.
 
     grpc reads and parses a unary request in full before its behaviour runs (a 1 GiB message cost
     gigabytes before the refusal). A request-streaming behaviour receives an iterator it need not
     touch, and on the wire a unary request is a stream of one message: so the refusal is a
     request-streaming handler of the method's response kind, without a deserializer."""
-    code = status_of(error).grpc
 
     async def refuse(requests: Any, context: Any) -> None:
-        await context.abort(code, error.message)
+        answered: Unauthenticated | TooManyFailures = error
+        if backoff is not None:
+            address = peer_address(context.peer())
+            slowed = backoff.failed(address)
+            if slowed is not None:
+                await backoff.hold(address, slowed)
+                answered = slowed
+        await context.abort(status_of(answered).grpc, answered.message)
 
     build = (
         grpc.stream_stream_rpc_method_handler

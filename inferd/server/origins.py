@@ -16,7 +16,6 @@ attacker's name in ``Host``, so a server bound to loopback answers only loopback
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -24,6 +23,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inferd.core.errors import Forbidden
+from inferd.core.hosts import is_loopback
 from inferd.core.settings import ServerSettings
 from inferd.protocols.asgi import header
 from inferd.protocols.control import SAFE_METHODS, ControlRoute
@@ -97,17 +97,6 @@ def guard_control_routes(routes: Iterable[BaseRoute], policy: OriginPolicy) -> N
     for route in routes:
         if isinstance(route, ControlRoute):
             route.app = OriginGuard(route.app, policy)
-
-
-def is_loopback(name: str) -> bool:
-    """Whether a host name or address (IPv6 with or without brackets) means this machine."""
-    name = name.lower().removesuffix(".").strip("[]")
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 #: How many ``Host`` values a `HostPolicy` remembers its answer for.

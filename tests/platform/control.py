@@ -1,6 +1,11 @@
 """A real control process (``inferd platform serve``) for the platform's tests: free ports for its API,
 gateway and gRPC gateway, a data folder of the test's, the environment a test adds (tokens, allowed
-hosts, poll intervals), and SIGTERM at the end, then the services it left running ended."""
+hosts, poll intervals), and SIGTERM at the end, then the services it left running ended.
+
+Without tokens in that environment it runs as a user's does by default: with the token it generates
+and prints (`Control.token`, sent by `Control.call`). Its runtime record goes to a folder of the
+test's (``INFERD_RUNTIME_DIR``, which `Control.verb` gives the CLI too, as a user's shell shares
+``XDG_RUNTIME_DIR``): the CLI finds the token there by itself, never told it."""
 
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ def native_project(folder: Path, name: str, model: str) -> Path:
     return folder
 
 
+TOKEN_LINE = re.compile(r"inferd platform token: (?P<token>\S+) ")
 READY = re.compile(
     r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/ grpc=(?P<grpc>\S+)"
 )
@@ -43,18 +49,32 @@ class Control:
     api: str  # http://HOST:PORT/platform/v1
     gateway: str
     grpc: str
+    #: The token it generated and printed (None when the test gave it tokens or ran it open).
+    token: str | None = None
+    #: Its INFERD_RUNTIME_DIR.
+    runtime: Path | None = None
 
     @property
     def base(self) -> str:
         return self.api.removesuffix("/platform/v1")
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The ``Authorization`` of its generated token, if it has one."""
+        return {"authorization": f"Bearer {self.token}"} if self.token else {}
+
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(method, self.api + path, timeout=60, **kwargs)
+        headers = {**self.headers, **(kwargs.pop("headers", None) or {})}
+        return httpx.request(method, self.api + path, timeout=60, headers=headers, **kwargs)
+
+    def cli_env(self) -> dict[str, str]:
+        """The environment of an ``inferd`` CLI process of the same user: no token, its runtime folder."""
+        return with_this_tree({"INFERD_RUNTIME_DIR": str(self.runtime)} if self.runtime else {})
 
     def verb(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = inferd_command("platform", *args, "--url", self.base)
         return subprocess.run(
-            command, capture_output=True, text=True, timeout=120, env=with_this_tree({}), cwd=ROOT
+            command, capture_output=True, text=True, timeout=120, env=self.cli_env(), cwd=ROOT
         )
 
 
@@ -83,21 +103,30 @@ def control(
         "--data-path",
         data_path,
     )
-    environment = with_this_tree({**os.environ, **(env or {})})
+    runtime = data.parent / f"{data.name}-runtime"
+    environment = with_this_tree({**os.environ, "INFERD_RUNTIME_DIR": str(runtime), **(env or {})})
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment, cwd=ROOT
     )
     assert process.stdout is not None
     drain = threading.Thread(target=_copy, args=(process.stdout, output), daemon=True)
+    token = None
     try:
         for line in process.stdout:
+            printed = TOKEN_LINE.search(line)
+            if printed:
+                token = printed["token"]
             match = READY.search(line)
             if match:
                 break
         else:
             raise AssertionError(f"the control process exited with {process.wait()}")
         drain.start()
-        yield Control(process, match["api"], match["gateway"], match["grpc"])
+        if token is not None:  # the token it printed is the one it keeps, for its user alone
+            kept = data / "platform" / "control-token"
+            assert kept.read_text().strip() == token and kept.stat().st_mode & 0o777 == 0o600
+        runtime_dir = Path(environment["INFERD_RUNTIME_DIR"])
+        yield Control(process, match["api"], match["gateway"], match["grpc"], token, runtime_dir)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

@@ -90,7 +90,7 @@ def scaled_service(running: Control, folder: Path, **scaling: Any) -> str:
     assert running.call("POST", "/deployments", json={"name": "who"}).status_code == 201
     pushed = running.verb("push", "who", str(folder), "--label", "1", "--json")
     assert pushed.returncode == 0, pushed.stderr
-    version = httpx.get(f"{running.api}/deployments/who/versions").json()[0]["id"]
+    version = running.call("GET", "/deployments/who/versions").json()[0]["id"]
     created = running.call("POST", "/deployments/who/services", json={"version": version, **scaling})
     assert created.status_code == 201, created.text
     service: str = created.json()["id"]

@@ -54,6 +54,19 @@ def through(running: Control, endpoint: str = "main") -> float:
     return float(answer.json()["outputs"][0]["data"][0])
 
 
+def assert_host_checked(running: Control, endpoint: str = "main") -> None:
+    """DNS rebinding: a page on another name that resolves to 127.0.0.1 reaches no endpoint (403 with
+    inferd's JSON), while loopback names (``*.localhost`` among them, RFC 6761) are answered."""
+    url = f"{running.gateway}/e/{endpoint}/v2/models/scale/infer"
+    for host in ("evil.example", "evil.example:8000", "127.0.0.1.evil.example", "localhost.evil.example"):
+        refused = httpx.post(url, json=REQUEST, headers={"Host": host}, timeout=30)
+        assert refused.status_code == 403, (host, refused.text)
+        assert "is not a name this server answers" in refused.json()["error"]
+    for host in ("localhost", "127.0.0.1:80", "[::1]", "app.localhost", "a.b.LOCALHOST:8000"):
+        answer = httpx.post(url, json=REQUEST, headers={"Host": host}, timeout=30)
+        assert answer.status_code == 200, (host, answer.text)
+
+
 class Load:
     """Requests through the gateway from a thread, keeping every answer that was not 200."""
 
@@ -104,6 +117,7 @@ def test_deploy_switch_and_adopt(tmp_path: Path, short_path: Path, data_path: st
 
         assert running.verb("route", "iris", "main", f"{services[0]}=100").returncode == 0
         assert through(running) == 1.0
+        assert_host_checked(running)
         assert infer(running.grpc, "main") == 1.0  # V2 gRPC through the same endpoint
         load = Load(running)
         load.thread.start()

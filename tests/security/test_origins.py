@@ -68,7 +68,10 @@ def test_a_rebound_name_gets_nothing(http: httpx.Client, host: str) -> None:
 
 @pytest.mark.parametrize(
     "host",
-    ["localhost", "LOCALHOST:9", "127.0.0.1", "127.1.2.3:80", "[::1]:8080", "exact.test", "a.inferd.test"],
+    [
+        *("localhost", "LOCALHOST:9", "127.0.0.1", "127.1.2.3:80", "[::1]:8080", "exact.test"),
+        *("a.inferd.test", "app.localhost", "a.b.LOCALHOST.:8000"),  # RFC 6761: *.localhost is loopback
+    ],
 )
 def test_loopback_and_listed_names_are_answered(http: httpx.Client, host: str) -> None:
     assert http.get("/v2/health/ready", headers={"Host": host}).status_code == 200

@@ -90,7 +90,8 @@ class AbejaAPI:
     def __init__(self, platform: Platform, settings: PlatformSettings) -> None:
         self.platform, self.store = platform, platform.store
         self.extras = Extras(platform.store.path)
-        self.presigner = Presigner(first_token(settings))
+        # keyed like `AbejaCredentials`, which checks the URLs: by the control API's first token
+        self.presigner = Presigner(next(iter(settings.control_tokens()), None))
         table = platform.path.table if isinstance(platform.path, GatewayPath) else None
         self.forwarder = Forwarder(table, platform.pick_upstream, platform.routing.token_at)
         self.max_upload = settings.max_bundle_size

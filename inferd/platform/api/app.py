@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
-from inferd.platform.abeja import AbejaCredentials, Presigner, abeja_routes, first_token
+from inferd.platform.abeja import AbejaCredentials, Presigner, abeja_routes
 from inferd.platform.api.routes import ControlAPI, routes
 from inferd.platform.api.runs import run_routes
 from inferd.platform.console import console_login, console_routes
@@ -21,7 +21,7 @@ from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
 from inferd.platform.workflows.routes import workflow_routes
 from inferd.protocols import prometheus
-from inferd.server.auth import BearerAuth, open_routes, tokens_of
+from inferd.server.auth import BearerAuth, Tokens, open_routes
 from inferd.server.errors import EXCEPTION_HANDLERS
 from inferd.server.limits import BodyLimit, RouteLimits
 from inferd.server.middleware import RequestContext
@@ -66,9 +66,10 @@ def create_control_app(platform: Platform, settings: PlatformSettings) -> Starle
     policy = host_policy(settings)
     if policy is not None:
         middleware.append(Middleware(HostCheck, policy=policy))
-    tokens = tokens_of(settings)
-    token = first_token(settings)
-    if tokens is not None and token is not None:
+    # INFERD_AUTH_TOKENS, else the token generated at start (`inferd.platform.admin_token`)
+    control_tokens = settings.control_tokens()
+    if control_tokens:
+        tokens, token = Tokens(control_tokens), control_tokens[0]
         # ABEJA's clients send HTTP Basic, and their presigned uploads nothing: made into a bearer token
         middleware.append(Middleware(AbejaCredentials, token=token, presigner=Presigner(token)))
         # the console's sign-in cookie is a credential too (its form and stylesheet need none)

@@ -17,7 +17,7 @@ from inferd.platform.console.traffic import traffic
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
 from inferd.protocols.json import JSONResponse
-from inferd.server.auth import Tokens, tokens_of
+from inferd.server.auth import Tokens
 from inferd.server.ui.login import Login
 from inferd.server.ui.login import routes as login_routes
 from inferd.server.ui.routes import STATIC as TRY_IT_STATIC
@@ -53,7 +53,8 @@ def console_login(tokens: Tokens) -> Login:
 
 def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:
     """The console's family of routes (`inferd.platform.api.app.FAMILIES`)."""
-    tokens = tokens_of(settings)
+    # the control API's tokens (generated at start when none are set), for the sign-in
+    tokens = Tokens(settings.control_tokens()) if settings.control_tokens() else None
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers=HEADERS)

@@ -38,6 +38,7 @@ from inferd.platform.gateway.table import EndpointTable, Split
 from inferd.protocols.grpc_status import StatusCode
 from inferd.protocols.h2.connection import Corker
 from inferd.protocols.h2.hpack_out import Header, encode_block
+from inferd.protocols.status import status_of
 from inferd.server.auth import Tokens
 
 logger = logging.getLogger("inferd.gateway")
@@ -86,9 +87,9 @@ class GrpcGateway:
                 endpoint = value.decode("utf-8", "replace")
             kept.append((name, value))
         if self.tokens is not None:
-            refused = self.tokens.refusal(authorization)
-            if refused is not None:
-                client.answer(stream, StatusCode.UNAUTHENTICATED, refused.message)
+            refused = self.tokens.check(authorization, client.address)
+            if refused is not None:  # past its free wrong tokens, a client is refused as a 429 is
+                client.answer(stream, StatusCode[status_of(refused).grpc_name], refused.message)
                 return
         self.route(client, stream, endpoint, kept, end)
 

@@ -74,6 +74,12 @@ class ClientConnection(ServerConnection["Call"]):
         super().connection_made(transport)
         self.gateway.clients.add(self)
 
+    @property
+    def address(self) -> str | None:
+        """The client's address (for the back-off after wrong tokens)."""
+        peer = self.transport.get_extra_info("peername") if self.transport is not None else None
+        return str(peer[0]) if peer else None
+
     def on_headers(self, stream: int, headers: list[Header], end: bool) -> None:
         call = self.calls.get(stream)
         if call is not None:

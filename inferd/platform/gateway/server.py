@@ -1,5 +1,6 @@
 """The gateway on uvicorn and httptools, in the caller's event loop, with inferd's connection limits
-(`inferd.engines.connections`) and, when tokens are given, its bearer-token check
+(`inferd.engines.connections`), the ``Host`` check of a server on loopback (`inferd.server.origins`:
+a page on a rebound DNS name reaches no endpoint) and, when tokens are given, its bearer-token check
 (`inferd.server.auth.BearerAuth`, which also strips ``Authorization`` before forwarding)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from inferd.engines.sockets import bind_http, port_of
 from inferd.platform.gateway.proxy import DEFAULT_MAX_BODY, Gateway
 from inferd.platform.gateway.table import EndpointTable
 from inferd.server.auth import BearerAuth, Tokens, open_routes
+from inferd.server.origins import HostCheck, HostPolicy
 
 
 @dataclass(frozen=True)
@@ -75,16 +77,20 @@ async def serve_gateway(
     upstream_token: str | None = None,
     limits: Limits | None = None,
     sock: socket.socket | None = None,
+    hosts: HostPolicy | None = None,
 ) -> GatewayServer:
     """Start serving the endpoints of ``table`` on ``host:port`` (0: a free port) in this event
     loop; returns once it accepts connections. ``endpoint``: serve that one endpoint on every path
     (a dedicated port) instead of ``/e/{endpoint}/...``. ``tokens``: require ``Authorization: Bearer
-    <token>`` except on GET/HEAD of ``open_paths``. ``upstream_token``: sent to the services."""
+    <token>`` except on GET/HEAD of ``open_paths``. ``upstream_token``: sent to the services.
+    ``hosts``: the ``Host`` names answered (`inferd.server.origins.host_policy`), others 403."""
     limits = limits or Limits()
     gateway = Gateway(table, endpoint, max_body_size=limits.max_body_size, upstream_token=upstream_token)
     app: ASGIApp = gateway
     if tokens is not None:
         app = BearerAuth(gateway, tokens, open_routes(open_paths))
+    if hosts is not None:
+        app = HostCheck(app, hosts)
     sock = sock or bind_http(host, port)
     server = SignalFreeServer(uvicorn_config(app, limits))
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))

@@ -1,6 +1,8 @@
 """haproxy.cfg for the endpoints: requests to ``/e/NAME/...`` go to backend ``ep_NAME`` with the
 prefix removed, any other to a 404 in inferd's JSON error shape; with tokens, a request without one
-of them is answered 401 before it is routed.
+of them is answered 401 before it is routed. On loopback (or with allowed hosts), a request whose
+``Host`` is not a loopback name or an allowed one is answered 403 first, as the embedded gateway does
+(`inferd.server.origins.HostPolicy`): a page on a rebound DNS name reaches no endpoint.
 
 gRPC calls (HTTP/2, on a frontend of their own at ``grpc_port``) go to backend ``grpc_NAME`` by their
 ``inferd-endpoint`` header, or to the only endpoint when there is one and the header is missing;
@@ -11,7 +13,8 @@ endpoint, UNAVAILABLE naming the endpoint when its service cannot be reached."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,8 @@ class Frontend:
     timeout_seconds: int = 300
     #: Where gRPC calls are taken (HTTP/2 without TLS); None: not at all.
     grpc_port: int | None = None
+    #: The ``Host`` values answered (`host_pattern`); None: any.
+    hosts: str | None = None
 
 
 #: HAProxy's own answers, in inferd's JSON error shape.
@@ -61,6 +66,38 @@ GRPC_ERRORS = {
     503: (14, "its service is unavailable"),
     504: (4, "its service did not answer in time"),
 }
+
+
+#: A DNS label, as a pattern (what a name under an allowed suffix may add, one label at a time).
+LABEL = "[a-z0-9_-]+"
+#: The loopback names and addresses: localhost and names under it (RFC 6761), 127.0.0.0/8, ::1.
+LOOPBACK = (
+    rf"({LABEL}\.)*localhost",
+    r"127(\.[0-9]{1,3}){3}",
+    r"\[(0{0,4}:){2,7}0{0,3}1\]",
+)
+UNKNOWN_HOST = (
+    "host is not a name this server answers (loopback names and INFERD_ALLOWED_HOSTS): "
+    "list it in INFERD_ALLOWED_HOSTS to allow it"
+)
+
+
+def host_pattern(allowed: Iterable[str]) -> str | None:
+    """A regular expression (matched without case) of the ``Host`` values answered: loopback names and
+    ``allowed`` (``name``, ``.suffix`` for it and its subdomains), with or without a port; None when
+    ``allowed`` has ``*``. Names with other characters than a host name's are left out."""
+    names = [name.strip().lower().removesuffix(".") for name in allowed]
+    if "*" in names:
+        return None
+    choices = list(LOOPBACK)
+    for name in names:
+        if not re.fullmatch(r"\.?[a-z0-9_.-]+", name):
+            continue
+        if name.startswith("."):
+            choices.append(rf"({LABEL}\.)*{re.escape(name[1:])}")
+        else:
+            choices.append(re.escape(name))
+    return rf"^({'|'.join(choices)})\.?(:[0-9]*)?$"
 
 
 NO_ENDPOINT = "no such endpoint: name one in the inferd-endpoint metadata"
@@ -100,9 +137,17 @@ def render(
         "frontend gateway",
         f"    bind {frontend.host}:{frontend.port}",
         "    http-request set-var(txn.endpoint) path,field(3,/) if { path_beg /e/ }",
-        "    http-request deny deny_status 413 "
-        f"if {{ req.hdr_val(content-length) gt {frontend.max_body_size} }}",
     ]
+    if frontend.hosts is not None:  # first: a rebound page learns nothing, not even a 401 or 413
+        lines.append(
+            "    http-request return status 403 content-type application/json "
+            f'string \'{{"error": "{UNKNOWN_HOST}"}}\' '
+            f"unless {{ req.hdr_cnt(host) eq 0 }} || {{ req.hdr(host) -m reg -i '{frontend.hosts}' }}"
+        )
+    lines.append(
+        "    http-request deny deny_status 413 "
+        f"if {{ req.hdr_val(content-length) gt {frontend.max_body_size} }}"
+    )
     if frontend.tokens is not None:
         lines.append(
             f"    http-request return status 401 content-type application/json "

@@ -26,7 +26,14 @@ from pathlib import Path
 
 from inferd.core.errors import InvalidInput
 from inferd.platform.datapath import GrpcAddresses, Routes, ShadowRoute, UpstreamTokens, spread
-from inferd.platform.haproxy.config import Frontend, backend_name, grpc_backend_name, render, server_name
+from inferd.platform.haproxy.config import (
+    Frontend,
+    backend_name,
+    grpc_backend_name,
+    host_pattern,
+    render,
+    server_name,
+)
 from inferd.platform.haproxy.runtime import RuntimeAPI
 
 logger = logging.getLogger("inferd.platform.haproxy")
@@ -49,6 +56,7 @@ class HAProxyPath:
         upstream_token: str | None = None,
         max_body_size: int = 64 * 1024 * 1024,
         grpc_port: int | None = None,
+        hosts: list[str] | None = None,
     ) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -66,6 +74,7 @@ class HAProxyPath:
             f"Bearer {upstream_token}" if upstream_token else None,
             max_body_size,
             grpc_port=grpc_port,
+            hosts=None if hosts is None else host_pattern(hosts),
         )
         self.api = RuntimeAPI(self.frontend.admin_socket)
         self.routes: dict[str, dict[str, int]] = {}

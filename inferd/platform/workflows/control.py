@@ -1,6 +1,7 @@
 """A client of the control API (``inferd platform serve``), for the workflows: JSON in and out, an
 error answer raised as `ControlError` with the API's own message, ``INFERD_TOKEN`` as the bearer
-token. One ``httpx.Client``, so a workflow's many small calls share a connection."""
+token (else the one a control process on this machine generated, `admin_token.local_token`). One
+``httpx.Client``, so a workflow's many small calls share a connection."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from inferd.platform.admin_token import HINT, local_token
 
 DEFAULT_URL = "http://127.0.0.1:8070"
 API = "/platform/v1"
@@ -39,7 +42,8 @@ class Control:
 
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None, timeout: float = TIMEOUT) -> None:
         self.url = url.rstrip("/").removesuffix(API)
-        token = token if token is not None else os.environ.get("INFERD_TOKEN")
+        if token is None:
+            token = os.environ.get("INFERD_TOKEN") or local_token(self.url)
         headers = {"accept": "application/json"}
         if token:
             headers["authorization"] = f"Bearer {token}"
@@ -60,6 +64,8 @@ class Control:
             answer = self.http.request(method, path, json=body, **options)
         except httpx.HTTPError as exc:
             raise ControlError(0, f"cannot reach the control API at {self.url}: {exc}") from None
+        if answer.status_code == 401:
+            raise ControlError(401, f"{_said(answer)}; {HINT}")
         if answer.status_code >= 400:
             raise ControlError(answer.status_code, _said(answer))
         return answer.json() if answer.content else None

@@ -33,6 +33,7 @@ from starlette.types import Scope
 from inferd.core.errors import PayloadTooLarge
 from inferd.protocols.asgi import header
 from inferd.protocols.control import ControlRoute
+from inferd.protocols.status import error_headers
 from inferd.server.auth import Tokens, signature
 from inferd.server.origins import DEFAULT_PORTS
 from inferd.server.ui.routes import PREFIX
@@ -151,6 +152,13 @@ def routes(login: Login) -> list[BaseRoute]:
         token = (fields.get("token") or [""])[0]
         target = _next((fields.get("next") or [""])[0], login.prefix)
         if not login.tokens.matches(token.encode()):
+            client = request.client.host if request.client else None
+            slowed = login.tokens.backoff.failed(client)  # counted as a wrong bearer token is
+            if slowed is not None:
+                await login.tokens.backoff.hold(client, slowed)
+                answer = _page(login, target, slowed.message + ".", 429)
+                answer.headers.update(error_headers(slowed))
+                return answer
             return _page(login, target, "That token is not one of this server's.", 401)
         answer = RedirectResponse(target, 303)
         answer.set_cookie(

@@ -35,6 +35,18 @@ class Setup:
     def page(self) -> str:
         return self.running.api.removesuffix("/platform/v1") + "/console/"
 
+    def open(self, tab: browser.Page, url: str) -> None:
+        """``url`` in ``tab``, signed in first with the token the control process generated, as a
+        user pastes the one its start printed (the console's default: no INFERD_AUTH_TOKENS)."""
+        assert self.running.token
+        tab.send("Page.navigate", url=self.page)
+        tab.wait_for("!!document.querySelector('input[name=token]')")
+        assert tab.evaluate("location.pathname") == "/console/login"
+        tab.fill("input[name=token]", self.running.token)
+        tab.click("button[type=submit]")
+        tab.wait_for("location.pathname === '/console/' && document.readyState === 'complete'")
+        tab.goto(url)
+
     def endpoint(self) -> dict[str, int]:
         [found] = self.running.call("GET", "/deployments/iris/endpoints").json()
         return {route["service_id"]: route["weight"] for route in found["routes"]}
@@ -85,11 +97,12 @@ def state_of(service: str) -> str:
 def test_the_page_lists_versions_services_endpoints_and_traffic(setup: Setup) -> None:
     first, second = setup.services
     assert through(setup.running) == 1.0  # one request, counted for the first service
-    page = httpx.get(setup.page, timeout=30)
+    assert httpx.get(setup.page, timeout=30).status_code == 401  # the generated token is needed
+    page = httpx.get(setup.page, headers=setup.running.headers, timeout=30)
     assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
     runs = setup.running.call("GET", "/deployments/iris/runs").status_code
     with browser.page() as tab:
-        tab.goto(setup.page)
+        setup.open(tab, setup.page)
         tab.wait_for("!!document.querySelector('tr[data-deployment=iris] a')")
         tab.click("tr[data-deployment=iris] a")
         assert tab.wait_for(state_of(first)) == "running"
@@ -126,7 +139,7 @@ def test_stop_start_and_weights_from_the_page(setup: Setup) -> None:
     first, second = setup.services
     endpoint = "form[data-endpoint=main]"
     with browser.page() as tab:
-        tab.goto(setup.page + "#iris")
+        setup.open(tab, setup.page + "#iris")
         assert tab.wait_for(state_of(second)) == "running"
 
         # the service no endpoint routes to stops; the API says so
@@ -191,7 +204,7 @@ def test_stop_start_and_weights_from_the_page(setup: Setup) -> None:
 
 def test_create_a_deployment_from_the_page(setup: Setup) -> None:
     with browser.page() as tab:
-        tab.goto(setup.page)
+        setup.open(tab, setup.page)
         tab.wait_for("!!document.querySelector('tr[data-deployment=iris]')")
         tab.fill("#new-name", "second")
         tab.fill("#new-description", "made <b>here</b>")

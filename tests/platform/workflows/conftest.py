@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.platform.test_control import Control, control
-from tests.servers import ROOT, inferd_command, with_this_tree
+from tests.servers import ROOT, inferd_command
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def verb(running: Control, *args: str, timeout: float = 300) -> subprocess.Compl
     """``inferd ARGS --url API`` (a top-level platform verb) as a subprocess."""
     command = inferd_command(*args, "--url", running.api.removesuffix("/platform/v1"))
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, env=with_this_tree({}), cwd=ROOT
+        command, capture_output=True, text=True, timeout=timeout, env=running.cli_env(), cwd=ROOT
     )
 
 

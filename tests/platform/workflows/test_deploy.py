@@ -18,7 +18,7 @@ import pytest
 from tests.dialects.cortex.projects import SETOSA, iris_onnx
 from tests.platform.test_control import Control
 from tests.platform.workflows.conftest import Load, verb, write
-from tests.servers import ROOT, inferd_command, with_this_tree
+from tests.servers import ROOT, inferd_command
 
 CORTEX_YAML = """
     - kind: api
@@ -108,7 +108,7 @@ def test_deploy_update_and_delete(platform: Control, tmp_path: Path) -> None:
     logs = verb(platform, "logs", "iris", "--no-follow", "--lines", "50")
     assert logs.returncode == 0 and "inferd ready" in logs.stdout
     command = inferd_command("logs", "iris", "--url", platform.api.removesuffix("/platform/v1"))
-    follower = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=with_this_tree({}), cwd=ROOT)
+    follower = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=platform.cli_env(), cwd=ROOT)
     try:
         assert follower.stdout is not None
         assert "inferd" in follower.stdout.readline()  # the last lines, then it waits for more
@@ -148,7 +148,7 @@ def test_two_deploys_at_once_one_switches_and_the_other_leaves_nothing(
                 both_started.wait()
 
         (layout,) = cortex_layouts(project(tmp_path / version, version, api="race"))
-        with ControlAPI(platform.base) as api:
+        with ControlAPI(platform.base, platform.token) as api:
             try:
                 outcomes[version] = roll_out(api, layout, say=say)
             except WorkflowError as exc:

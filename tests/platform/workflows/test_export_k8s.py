@@ -19,7 +19,7 @@ import yaml
 from inferd.deploy.k8s import http_route
 from tests.deploy.test_k8s import KUBERNETES, schema
 from tests.platform.test_control import control, project, wait_state
-from tests.servers import ROOT, inferd_command, with_this_tree
+from tests.servers import ROOT, inferd_command
 
 
 def valid_route(route: dict[str, Any]) -> None:
@@ -84,7 +84,7 @@ def test_an_endpoint_exports_as_a_weighted_http_route_beside_its_services(tmp_pa
                 "--gateway", "public", "--hostname", "models.example.com",
                 "--image", "registry.example/{deployment}:{label}",
             ),
-            capture_output=True, text=True, timeout=120, env=with_this_tree({}), cwd=ROOT,
+            capture_output=True, text=True, timeout=120, env=running.cli_env(), cwd=ROOT,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
 
