@@ -114,6 +114,7 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         tokens=tokens_of(settings),
         upstream_token=upstream_token,
         max_message_size=settings.max_body_size,
+        flood_limit=settings.grpc_flood_limit,
     )
     try:
         gateway = await serve_gateway(
