@@ -125,6 +125,8 @@ class H2Connection(Sender, asyncio.Protocol):
         )
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:  # closing (`close`): what the peer still sends is dropped
+            return
         received = memoryview(data)
         try:
             view = self.read_preface(received) if self.preface else received

@@ -32,8 +32,9 @@ STREAM_WINDOW = 1 << 20
 CONNECTION_WINDOW = 1 << 23
 #: DATA payloads this long or longer are written by reference (`Sender.write_data`), not copied.
 BY_REFERENCE = 4096
-#: Seconds a connection told GOAWAY has to read it before it is cut.
-CLOSE_GRACE = 1.0
+#: Seconds a connection closed by us has to read what we sent last and close its side, before it
+#: is cut (`Sender.close`).
+CLOSE_GRACE = 2.0
 
 
 class Corker:
@@ -259,14 +260,19 @@ class Sender:
         self.close()
 
     def close(self) -> None:
-        """Close once what was written is sent, or after `CLOSE_GRACE` seconds if the peer does not
-        read it."""
+        """Close once what was written is sent: a lingering close (nginx's), which ends our side
+        (FIN after the last frame) and reads and drops what the peer still sends until it closes
+        its side, at most `CLOSE_GRACE` seconds. Closing at once while its frames wait unread
+        would reset the connection, and the reset drops our last frames (the GOAWAY saying why)."""
         self.flush()
         transport = self.transport
         if transport is not None and not self.closed:
-            transport.close()
-            if transport.get_write_buffer_size():
-                self.corker.loop.call_later(CLOSE_GRACE, transport.abort)
+            if transport.can_write_eof():
+                transport.write_eof()
+                transport.resume_reading()
+            else:
+                transport.close()
+            self.corker.loop.call_later(CLOSE_GRACE, transport.abort)
         self.closed = True
 
     def abort(self) -> None:
