@@ -57,7 +57,6 @@ from inferd.protocols.h2.frames import (
     INITIAL_WINDOW_SIZE,
     LAST_STREAM_ID,
     MAX_CONCURRENT_STREAMS,
-    MAX_FRAME,
     MAX_FRAME_SIZE,
     MAX_WINDOW,
     PING,
@@ -170,8 +169,7 @@ class H2Connection(Sender, asyncio.Protocol):
             if len(buffer) < 9:
                 return None
         length = int.from_bytes(buffer[:3], "big")
-        if length > MAX_FRAME:
-            raise ProtocolViolation(FRAME_SIZE_ERROR)
+        check_frame(buffer[3], buffer[4], int.from_bytes(buffer[5:9], "big") & LAST_STREAM_ID, length)
         needed = 9 + length - len(buffer)
         buffer += view[:needed]
         if len(buffer) < 9 + length:
@@ -188,12 +186,10 @@ class H2Connection(Sender, asyncio.Protocol):
         while end - position >= 9 and not self.closed:
             high, low, kind, flags, stream = unpack_from(">BHBBL", view, position)
             length = high << 16 | low
-            if length > MAX_FRAME:
-                raise ProtocolViolation(FRAME_SIZE_ERROR)
+            stream &= LAST_STREAM_ID
+            check_frame(kind, flags, stream, length)  # from the header alone, before the payload is there
             if end - position - 9 < length:
                 break
-            stream &= LAST_STREAM_ID
-            check_frame(kind, flags, stream, length)
             start, position = position + 9, position + 9 + length
             if kind == DATA:
                 self.data_frame(flags, stream, view[start:position])
@@ -233,13 +229,16 @@ class H2Connection(Sender, asyncio.Protocol):
     def data_frame(self, flags: int, stream: int, payload: memoryview) -> None:
         if self.continuing is not None:
             raise ProtocolViolation(PROTOCOL_ERROR)
+        data = unpadded(payload, flags)
+        if self.is_idle(stream):  # RFC 9113 5.1: only HEADERS and PRIORITY may name an idle stream
+            raise ProtocolViolation(PROTOCOL_ERROR)
         flow = len(payload)
         if not flow and not flags & END_STREAM:
             self.flooded()
         self.receive_window -= flow
         if self.receive_window < 0:
             raise ProtocolViolation(FLOW_CONTROL_ERROR)
-        self.on_data(stream, unpadded(payload, flags), flow, bool(flags & END_STREAM))
+        self.on_data(stream, data, flow, bool(flags & END_STREAM))
 
     def frame_received(self, kind: int, flags: int, stream: int, payload: bytes) -> None:
         if self.continuing is not None and kind != CONTINUATION:

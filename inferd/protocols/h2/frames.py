@@ -25,8 +25,9 @@ MAX_FRAME = 16384
 LAST_STREAM_ID = MAX_WINDOW = (1 << 31) - 1
 #: The largest SETTINGS_MAX_FRAME_SIZE a peer may announce (RFC 9113 6.5.2).
 LARGEST_FRAME = (1 << 24) - 1
-#: SETTINGS identifiers.
+#: SETTINGS identifiers (RFC 9113 6.5.2, and RFC 8441's for extended CONNECT).
 HEADER_TABLE_SIZE, ENABLE_PUSH, MAX_CONCURRENT_STREAMS, INITIAL_WINDOW_SIZE, MAX_FRAME_SIZE = 1, 2, 3, 4, 5
+ENABLE_CONNECT_PROTOCOL = 8
 #: The payload length each fixed-size frame type must have.
 FIXED_LENGTH = {PRIORITY: 5, RST_STREAM: 4, PING: 8, WINDOW_UPDATE: 4}
 #: Frame types that belong to a stream (never stream 0), and those of the connection (only stream 0).
@@ -55,9 +56,12 @@ def frame_header(kind: int, flags: int, stream: int, length: int) -> bytes:
 
 def check_frame(kind: int, flags: int, stream: int, length: int) -> None:
     """A received frame's header against RFC 9113 section 6: its stream (0 or not, as its type
-    says) and, for types of a fixed size, its length."""
+    says), its length within our SETTINGS_MAX_FRAME_SIZE and, for types of a fixed size, that
+    size (in that order, as h2 checks them)."""
     if (stream == 0 and kind in ON_STREAMS) or (stream != 0 and kind in ON_CONNECTION):
         raise ProtocolViolation(PROTOCOL_ERROR)
+    if length > MAX_FRAME:
+        raise ProtocolViolation(FRAME_SIZE_ERROR)
     fixed = FIXED_LENGTH.get(kind)
     if fixed is not None and length != fixed:
         raise ProtocolViolation(FRAME_SIZE_ERROR)
@@ -73,7 +77,7 @@ def received_settings(payload: bytes) -> list[tuple[int, int]]:
     parameters = []
     for offset in range(0, len(payload), 6):
         key, value = unpack_from(">HL", payload, offset)
-        if key == ENABLE_PUSH and value > 1:
+        if key in (ENABLE_PUSH, ENABLE_CONNECT_PROTOCOL) and value > 1:
             raise ProtocolViolation(PROTOCOL_ERROR)
         if key == INITIAL_WINDOW_SIZE and value > MAX_WINDOW:
             raise ProtocolViolation(FLOW_CONTROL_ERROR)
@@ -84,8 +88,12 @@ def received_settings(payload: bytes) -> list[tuple[int, int]]:
 
 
 def unpadded(payload: P, flags: int) -> P:
+    """``payload`` without its padding (RFC 9113 6.1): a frame too short for its Pad Length field is
+    FRAME_SIZE_ERROR (4.2), padding as long as the payload or longer PROTOCOL_ERROR."""
     if not flags & PADDED:
         return payload
-    if not payload or payload[0] >= len(payload):
+    if not payload:
+        raise ProtocolViolation(FRAME_SIZE_ERROR)
+    if payload[0] >= len(payload):
         raise ProtocolViolation(PROTOCOL_ERROR)
     return payload[1 : len(payload) - payload[0]]
