@@ -203,16 +203,19 @@ class H2Connection(Sender, asyncio.Protocol):
         self.on_lost()
 
     def pause_writing(self) -> None:
-        """Our writes outgrew `WRITE_HIGH_WATER`: stop reading the peer (what it sends would be
-        answered) and sending DATA (it waits on its stream, its source not credited)."""
+        """Our writes outgrew `WRITE_HIGH_WATER`: stop sending DATA (it waits on its stream, its
+        source not credited) and, when the peer is a client, reading it (what it sends would be
+        answered). The gateway keeps reading its services, which are its own: were both ends of
+        that connection to stop reading while their writes wait, neither would drain."""
         self.write_paused = True
-        if self.transport is not None and not self.closed:
+        if self.server_side and self.transport is not None and not self.closed:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         self.write_paused = False
         if self.transport is not None and not self.closed:
-            self.transport.resume_reading()
+            if self.server_side:
+                self.transport.resume_reading()
             self.unblock()
 
     def flooded(self) -> None:
