@@ -266,7 +266,7 @@ class Sender:
         would reset the connection, and the reset drops our last frames (the GOAWAY saying why)."""
         self.flush()
         transport = self.transport
-        if transport is not None and not self.closed:
+        if transport is not None and not self.closed and not transport.is_closing():
             if transport.can_write_eof():
                 transport.write_eof()
                 transport.resume_reading()
