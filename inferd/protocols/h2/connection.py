@@ -135,10 +135,10 @@ class H2Connection(Sender, asyncio.Protocol):
                 return
             position = self.read_frames(view)
         except ProtocolViolation as violation:
-            self.go_away(violation.code)
+            self.go_away(violation.code, self.last_taken())
             return
         except struct.error:  # a frame shorter than its type's fields
-            self.go_away(FRAME_SIZE_ERROR)
+            self.go_away(FRAME_SIZE_ERROR, self.last_taken())
             return
         if position < len(view) and not self.closed:
             self.buffer += view[position:]
@@ -223,6 +223,10 @@ class H2Connection(Sender, asyncio.Protocol):
         connection ends (GOAWAY ENHANCE_YOUR_CALM)."""
         if not self.flood.spend():
             raise ProtocolViolation(ENHANCE_YOUR_CALM)
+
+    def last_taken(self) -> int:
+        """The last stream the peer opened that we took (a GOAWAY names it): none here."""
+        return 0
 
     def is_idle(self, stream: int) -> bool:
         """Whether ``stream`` was never opened (a RST_STREAM for it is a protocol error)."""

@@ -53,6 +53,9 @@ class ServerConnection(H2Connection, Generic[C]):
             return False
         return True
 
+    def last_taken(self) -> int:
+        return self.last_stream
+
     def is_idle(self, stream: int) -> bool:
         return stream > self.last_stream or not stream & 1  # we push nothing: even streams never open
 
