@@ -307,6 +307,13 @@ class ServerSettings(DialectSettings, BaseSettings):
     refused from its length before it is read. Unset, received messages are held to
     ``max_body_size`` like HTTP bodies, and sent ones to gRPC's largest (2 GiB)."""
 
+    grpc_flood_limit: int = Field(1000, ge=1)
+    """HTTP/2 frames that cost work and carry no request (PING, SETTINGS, RST_STREAM, PRIORITY, empty
+    DATA and HEADERS, streams opened past the limit) one gRPC connection may send per second, as
+    many at once; past it the connection ends with GOAWAY ENHANCE_YOUR_CALM. Bounds the ping,
+    settings and reset floods ("rapid reset", CVE-2023-44487) on inferd's own gRPC server and on the
+    platform's gRPC gateway; a gRPC client sends a few such frames a minute."""
+
     graceful_timeout: float = Field(30.0, ge=0)
     """Seconds to let in-flight requests finish after SIGTERM or Ctrl+C."""
 

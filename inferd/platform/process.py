@@ -140,6 +140,7 @@ async def start_data_path(settings: PlatformSettings) -> RunningPath:
         settings.grpc_gateway_port,
         tokens=tokens_of(settings),
         max_message_size=settings.max_body_size,
+        flood_limit=settings.grpc_flood_limit,
     )
     try:
         gateway = await serve_gateway(

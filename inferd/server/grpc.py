@@ -40,7 +40,10 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> GrpcServe
     if settings.grpc_server == "inferd":
         from inferd.server.grpc_native import NativeGrpcServer
 
-        server, make_handler = NativeGrpcServer(interceptors, receive, send, shared_port), unary_unary
+        server, make_handler = (
+            NativeGrpcServer(interceptors, receive, send, shared_port, settings.grpc_flood_limit),
+            unary_unary,
+        )
     else:
         import grpc
 

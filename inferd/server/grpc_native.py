@@ -33,9 +33,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from inferd.protocols.grpc_status import status_code
-from inferd.protocols.h2.connection import NO_ERROR, Corker, Inbound, ServerConnection
+from inferd.protocols.h2.connection import FLOOD_LIMIT
+from inferd.protocols.h2.frames import NO_ERROR
 from inferd.protocols.h2.grpc_wire import MessageReader, framed, grpc_message, timeout_seconds
 from inferd.protocols.h2.hpack_out import Header, encode_block
+from inferd.protocols.h2.sending import Corker, Inbound
+from inferd.protocols.h2.server import ServerConnection
 from inferd.server.grpc_context import Aborted, Code, Metadata, NativeContext
 from inferd.server.grpc_methods import CallDetails, Handler, Interceptor, MethodTable
 
@@ -57,8 +60,10 @@ class NativeGrpcServer:
         receive_limit: int,
         send_limit: int,
         shared_port: bool = False,
+        flood_limit: int = FLOOD_LIMIT,
     ) -> None:
         self.methods = MethodTable(interceptors)
+        self.flood_limit = flood_limit
         self.receive_limit, self.send_limit, self.shared_port = receive_limit, send_limit, shared_port
         self.sockets: list[socket.socket] = []
         self.listeners: list[asyncio.AbstractServer] = []
@@ -130,7 +135,7 @@ class GrpcServerConnection(ServerConnection["ServerCall"]):
 
     def __init__(self, server: NativeGrpcServer) -> None:
         assert server.corker is not None
-        super().__init__(server.corker)
+        super().__init__(server.corker, server.flood_limit)
         self.server = server
         self.peer = ""
 
@@ -183,6 +188,7 @@ class ServerCall:
         "handler",
         "inbound",
         "method",
+        "owed",
         "reader",
         "request_ended",
         "stream",
@@ -205,6 +211,8 @@ class ServerCall:
         self.context = NativeContext(headers, deadline, connection.peer)
         self.inbound = Inbound(connection, stream)
         self.reader = MessageReader(server.receive_limit)
+        #: Bytes received and not credited to the client: whole messages the handler has not taken.
+        self.owed = 0
         self.handler: Handler | None = None
         self.task: asyncio.Task[None] | None = None
         #: A request-streaming handler, or the interceptors, waiting for more of the request.
@@ -234,19 +242,43 @@ class ServerCall:
     def request_data(self, data: memoryview, flow: int, end: bool) -> None:
         if end:
             self.request_ended = self.inbound.ended = True
-        self.inbound.credit(flow)  # held here, within the receive limit: the client may send on
-        too_large = self.reader.feed(data)
+        reader = self.reader
+        too_large = reader.feed(data)
         if too_large is not None:
+            self.connection.credit(flow)
             limit = self.connection.server.receive_limit
             self.fail(
                 status_code("RESOURCE_EXHAUSTED"),
                 f"Received message larger than max ({too_large} vs. {limit})",
             )
             return
+        if reader.messages:  # whole messages wait for the handler: the client waits for it too
+            self.owed += flow
+            if self.second_message():
+                return
+        else:  # part of a message, held within the receive limit: the client may send on
+            self.inbound.credit(flow)
         if end:
             self.request_over()
         elif self.reader.messages:
             self.wake()
+
+    def second_message(self) -> bool:
+        """Whether a unary call's request began a second message: then the call ends (INTERNAL,
+        and RST_STREAM so the client stops sending), as grpcio's server ends it."""
+        handler, reader = self.handler, self.reader
+        if handler is None or handler.request_streaming:
+            return False
+        if len(reader.messages) > 1 or reader.partial:
+            self.fail(status_code("INTERNAL"), "a unary request carries exactly one message")
+            return True
+        return False
+
+    def taken(self) -> None:
+        """The handler took the messages that waited: the client may send as much again."""
+        if self.owed and not self.reader.messages:
+            owed, self.owed = self.owed, 0
+            self.inbound.credit(owed)
 
     def request_over(self) -> None:
         self.request_ended = self.inbound.ended = True
@@ -274,6 +306,7 @@ class ServerCall:
         if len(reader.messages) != 1:
             raise Aborted(status_code("INTERNAL"), "a unary request carries exactly one message")
         compressed, message = reader.messages.popleft()
+        self.taken()
         if compressed:
             raise Aborted(status_code("UNIMPLEMENTED"), "compressed messages are not supported")
         return memoryview(message)
@@ -284,6 +317,7 @@ class ServerCall:
         while True:
             while reader.messages:
                 compressed, message = reader.messages.popleft()
+                self.taken()
                 if compressed:
                     raise Aborted(status_code("UNIMPLEMENTED"), "compressed messages are not supported")
                 yield bytes(message)
@@ -305,6 +339,8 @@ class ServerCall:
             self.unimplemented()
             return
         self.handler = handler
+        if self.reader.messages and self.second_message():
+            return
         while not handler.request_streaming and not self.request_ended:
             await self.more()
         await self.run(handler)
@@ -413,6 +449,9 @@ class ServerCall:
         self.over()
 
     def over(self) -> None:
+        if self.owed:  # never to be read: the connection's window is the client's again
+            owed, self.owed = self.owed, 0
+            self.connection.credit(owed)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None

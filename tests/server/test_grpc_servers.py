@@ -21,8 +21,7 @@ import pytest
 import tritonclient.grpc as triton
 from tritonclient.utils import InferenceServerException
 
-from inferd.protocols.h2.connection import (
-    BY_REFERENCE,
+from inferd.protocols.h2.frames import (
     DATA,
     END_HEADERS,
     END_STREAM,
@@ -35,6 +34,7 @@ from inferd.protocols.h2.connection import (
 )
 from inferd.protocols.h2.grpc_wire import framed, timeout_seconds
 from inferd.protocols.h2.hpack_out import encode_block
+from inferd.protocols.h2.sending import BY_REFERENCE
 from inferd.server.grpc_context import metadata_of
 from inferd.server.grpc_native import NativeGrpcServer
 from tests.conftest import IRIS
@@ -238,14 +238,14 @@ def test_a_length_declared_over_the_limit_is_refused_from_the_prefix(server: Run
 
 def test_native_a_request_ending_within_a_message_is_internal() -> None:
     """A length within the limit is not trusted either: a request that ends before that many bytes
-    arrived, or in the middle of a second message, is INTERNAL (grpcio never answers the first and
-    ignores the second); a whole one still works."""
+    arrived, is INTERNAL (grpcio never answers it), and so is a unary request that begins a second
+    message (grpcio ignores it); a whole one still works."""
     with running("inferd") as served:
-        for body in (prefixed(b"x" * 100)[:-1], prefixed(b"y" * 100) + b"\x00\x00"):
-            assert _raw_status(served.port, body) == (
-                str(grpc.StatusCode.INTERNAL.value[0]),
-                "the request ended within a message",
-            )
+        for body, why in (
+            (prefixed(b"x" * 100)[:-1], "the request ended within a message"),
+            (prefixed(b"y" * 100) + b"\x00\x00", "a unary request carries exactly one message"),
+        ):
+            assert _raw_status(served.port, body) == (str(grpc.StatusCode.INTERNAL.value[0]), why)
         assert _raw_status(served.port, prefixed(b"whole")) == ("0", "")
         assert not served.server.calls
 

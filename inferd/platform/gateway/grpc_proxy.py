@@ -36,8 +36,9 @@ from inferd.platform.gateway import metrics
 from inferd.platform.gateway.grpc_relay import Call, ClientConnection, ShadowCall, UpstreamPool
 from inferd.platform.gateway.table import EndpointTable, Split
 from inferd.protocols.grpc_status import StatusCode
-from inferd.protocols.h2.connection import Corker
+from inferd.protocols.h2.connection import FLOOD_LIMIT
 from inferd.protocols.h2.hpack_out import Header, encode_block
+from inferd.protocols.h2.sending import Corker
 from inferd.protocols.status import status_of
 from inferd.server.auth import Tokens
 
@@ -60,6 +61,7 @@ class GrpcGateway:
         tokens: Tokens | None = None,
         upstream_token: str | None = None,
         max_message_size: int = 64 * 1024 * 1024,
+        flood_limit: int = FLOOD_LIMIT,
         max_shadow_inflight: int = 64,
         max_shadow_body: int = 4 * 1024 * 1024,
         shadow_timeout: float = 30.0,
@@ -67,7 +69,7 @@ class GrpcGateway:
     ) -> None:
         self.table, self.corker, self.tokens = table, corker, tokens
         self.authorization = None if upstream_token is None else f"Bearer {upstream_token}".encode()
-        self.max_message_size = max_message_size
+        self.max_message_size, self.flood_limit = max_message_size, flood_limit
         self.max_shadow_inflight, self.max_shadow_body = max_shadow_inflight, max_shadow_body
         self.shadow_timeout, self.connect_timeout = shadow_timeout, connect_timeout
         self.pools: dict[str, UpstreamPool] = {}
@@ -211,13 +213,20 @@ async def serve_grpc_gateway(
     tokens: Tokens | None = None,
     upstream_token: str | None = None,
     max_message_size: int = 64 * 1024 * 1024,
+    flood_limit: int = FLOOD_LIMIT,
 ) -> GrpcGatewayServer:
     """Serve the endpoints of ``table`` over gRPC on ``host:port`` (0: a free port) in this event
     loop. ``tokens``: every call needs ``authorization: Bearer <token>`` metadata. Request messages
-    larger than ``max_message_size`` bytes are refused (RESOURCE_EXHAUSTED); answers are not limited."""
+    larger than ``max_message_size`` bytes are refused (RESOURCE_EXHAUSTED); answers are not limited.
+    A client past ``flood_limit`` cheap frames a second is cut (`inferd.protocols.h2.flood`)."""
     loop = asyncio.get_running_loop()
     gateway = GrpcGateway(
-        table, Corker(loop), tokens=tokens, upstream_token=upstream_token, max_message_size=max_message_size
+        table,
+        Corker(loop),
+        tokens=tokens,
+        upstream_token=upstream_token,
+        max_message_size=max_message_size,
+        flood_limit=flood_limit,
     )
     sock = bind_http(host, port)
     server = await loop.create_server(lambda: ClientConnection(gateway), sock=sock)

@@ -18,18 +18,12 @@ from typing import Protocol
 
 from inferd.platform.gateway import metrics
 from inferd.protocols.grpc_status import StatusCode
-from inferd.protocols.h2.connection import (
-    CANCEL,
-    INTERNAL_ERROR,
-    LAST_STREAM_ID,
-    Corker,
-    H2Connection,
-    Inbound,
-    Outbound,
-    ServerConnection,
-)
+from inferd.protocols.h2.connection import H2Connection
+from inferd.protocols.h2.frames import CANCEL, INTERNAL_ERROR, LAST_STREAM_ID
 from inferd.protocols.h2.grpc_wire import MessageSizes, status_block
 from inferd.protocols.h2.hpack_out import Header, field
+from inferd.protocols.h2.sending import Corker, Inbound, Outbound
+from inferd.protocols.h2.server import ServerConnection
 
 logger = logging.getLogger("inferd.gateway")
 
@@ -41,6 +35,7 @@ class GrpcGateway(Protocol):
     corker: Corker
     clients: set[ClientConnection]
     max_message_size: int
+    flood_limit: int
     max_shadow_body: int
     shadow_timeout: float
 
@@ -67,7 +62,7 @@ class ClientConnection(ServerConnection["Call"]):
     """A client's connection to the gateway; each new stream is a call for `GrpcGateway.start_call`."""
 
     def __init__(self, gateway: GrpcGateway) -> None:
-        super().__init__(gateway.corker)
+        super().__init__(gateway.corker, gateway.flood_limit)
         self.gateway = gateway
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -115,6 +110,9 @@ class UpstreamConnection(H2Connection):
             and len(self.calls) < self.peer_max_streams
             and self.next_stream < LAST_STREAM_ID
         )
+
+    def is_idle(self, stream: int) -> bool:
+        return stream >= self.next_stream or not stream & 1  # no server push: even streams never open
 
     def open_stream(self, sink: Sink, block: bytes, end: bool) -> tuple[int, Outbound, Inbound]:
         stream = self.next_stream

@@ -18,6 +18,13 @@ Large payloads are not copied on either side: frames are read in place from the 
 gave (a DATA payload reaches `on_data` as a view of them; only a frame split between two reads is
 put together first), and a DATA payload of `BY_REFERENCE` bytes or more is handed to the transport
 as it is, beside its frame header, not joined with the other writes (`write_data`, `flush`).
+
+What a peer can make a connection hold is bounded: while more than `WRITE_HIGH_WATER` bytes wait
+to be sent (a peer that does not read), the connection neither reads from it nor sends it DATA
+(`pause_writing`), so neither PING answers nor relayed answers pile up, and the sender of those
+answers is not credited; frames that cost work and carry no request are held to a `FloodBudget`;
+every frame's header, SETTINGS value and window change is checked as RFC 9113 says (`frames`).
+The server side (its calls by stream) is `inferd.protocols.h2.server`.
 """
 
 from __future__ import annotations
@@ -26,149 +33,90 @@ import asyncio
 import contextlib
 import socket
 import struct
-from collections import deque
 from struct import pack, unpack_from
-from typing import ClassVar, Generic, Protocol, TypeVar, cast
+from typing import ClassVar, cast
 
 import hpack
 
-from inferd.protocols.h2.hpack_out import TABLE_SIZE_ZERO, Header
-
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
-    range(10)
+from inferd.protocols.h2.flood import FloodBudget
+from inferd.protocols.h2.frames import (
+    ACK,
+    COMPRESSION_ERROR,
+    CONTINUATION,
+    DATA,
+    DEFAULT_WINDOW,
+    ENABLE_PUSH,
+    END_HEADERS,
+    END_STREAM,
+    ENHANCE_YOUR_CALM,
+    FLOW_CONTROL_ERROR,
+    FRAME_SIZE_ERROR,
+    GOAWAY,
+    HEADER_TABLE_SIZE,
+    HEADERS,
+    INITIAL_WINDOW_SIZE,
+    LAST_STREAM_ID,
+    MAX_CONCURRENT_STREAMS,
+    MAX_FRAME_SIZE,
+    MAX_WINDOW,
+    PING,
+    PREFACE,
+    PRIORITY,
+    PRIORITY_FLAG,
+    PROTOCOL_ERROR,
+    PUSH_PROMISE,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    ProtocolViolation,
+    check_frame,
+    frame,
+    received_settings,
+    unpadded,
 )
-END_STREAM = ACK = 0x1
-END_HEADERS, PADDED, PRIORITY_FLAG = 0x4, 0x8, 0x20
-NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR = 0, 1, 2, 3
-FRAME_SIZE_ERROR, REFUSED_STREAM, CANCEL, COMPRESSION_ERROR = 6, 7, 8, 9
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DEFAULT_WINDOW = 65535
-#: What each side may send on one stream before the relay passes it on, and on one connection.
-STREAM_WINDOW = 1 << 20
-CONNECTION_WINDOW = 1 << 23
+from inferd.protocols.h2.hpack_out import Header
+from inferd.protocols.h2.sending import CONNECTION_WINDOW, STREAM_WINDOW, Corker, Sender
+
 #: Streams a client may have open on one connection.
 MAX_STREAMS = 1000
-MAX_FRAME = 16384
 MAX_HEADER_LIST = 64 * 1024
-LAST_STREAM_ID = (1 << 31) - 1
 #: Header blocks kept decoded per connection (`H2Connection.decode`).
 DECODED_BLOCKS = 64
-#: DATA payloads this long or longer are written by reference (`H2Connection.write_data`), not copied.
-BY_REFERENCE = 4096
-
-Payload = bytes | memoryview
-
-
-class ProtocolViolation(Exception):
-    """The peer broke HTTP/2: the connection ends with GOAWAY ``code``."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
+#: Bytes written and not yet sent past which the connection stops reading its peer (and sending
+#: DATA) until they drain: a peer that does not read cannot make us buffer more (`pause_writing`).
+WRITE_HIGH_WATER = 1 << 20
+#: The flood budget's default (`inferd.protocols.h2.flood`): cheap frames a peer may send per second.
+FLOOD_LIMIT = 1000
 
 
-def frame(kind: int, flags: int, stream: int, payload: Payload = b"") -> bytes:
-    return frame_header(kind, flags, stream, len(payload)) + payload
-
-
-def frame_header(kind: int, flags: int, stream: int, length: int) -> bytes:
-    return pack(">BHBBL", length >> 16, length & 0xFFFF, kind, flags, stream)
-
-
-class Corker:
-    """The connections written to in this iteration of the event loop, flushed at its end."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.dirty: list[H2Connection] = []
-
-    def add(self, connection: H2Connection) -> None:
-        if not self.dirty:
-            self.loop.call_soon(self.flush)
-        self.dirty.append(connection)
-
-    def flush(self) -> None:
-        dirty, self.dirty = self.dirty, []
-        for connection in dirty:
-            connection.flush()
-
-
-class Inbound:
-    """What one stream received and has not credited back to its sender yet."""
-
-    __slots__ = ("connection", "ended", "stream", "unacked")
-
-    def __init__(self, connection: H2Connection, stream: int) -> None:
-        self.connection, self.stream = connection, stream
-        self.unacked = 0
-        self.ended = False
-
-    def credit(self, size: int) -> None:
-        """``size`` bytes of this stream were passed on: the sender may send as many again."""
-        connection = self.connection
-        if connection.closed:
-            return
-        connection.credit(size)
-        if not self.ended:
-            self.unacked += size
-            if self.unacked >= STREAM_WINDOW // 2:
-                connection.write(frame(WINDOW_UPDATE, 0, self.stream, pack(">L", self.unacked)))
-                self.unacked = 0
-
-
-#: A queued item: a DATA payload (or a header block: ``flow`` -1), whether it ends the stream, and
-#: whom to credit with ``flow`` bytes once it is written.
-Item = tuple[Payload, bool, Inbound | None, int]
-
-
-class Outbound:
-    """One stream's sending side: the peer's window for it, and what waits for the window."""
-
-    __slots__ = ("pending", "stream", "window")
-
-    def __init__(self, stream: int, window: int) -> None:
-        self.stream, self.window = stream, window
-        self.pending: deque[Item] = deque()
-
-
-class H2Connection(asyncio.Protocol):
+class H2Connection(Sender, asyncio.Protocol):
     """One HTTP/2 connection; subclasses say what its streams mean."""
 
     #: True: the peer is a client (expect its preface); False: we are the client (send ours).
     server_side: ClassVar[bool]
 
-    def __init__(self, corker: Corker) -> None:
-        self.corker = corker
-        self.transport: asyncio.Transport | None = None
+    def __init__(self, corker: Corker, flood_limit: int = FLOOD_LIMIT) -> None:
+        super().__init__(corker)
+        self.flood = FloodBudget(flood_limit)
         self.buffer = bytearray()
-        self.out: list[Payload] = []
-        #: Whether `out` holds a payload written by reference (`write_data`).
-        self.by_reference = False
         self.decoder = hpack.Decoder(max_header_list_size=MAX_HEADER_LIST)
         self.decoded: dict[bytes, list[Header]] = {}
-        self.peer_window = DEFAULT_WINDOW
-        self.peer_max_frame = MAX_FRAME
         self.peer_max_streams = LAST_STREAM_ID
-        self.send_window = DEFAULT_WINDOW
         self.receive_window = CONNECTION_WINDOW
-        self.unacked = 0
-        self.outbound: dict[int, Outbound] = {}
-        self.blocked: dict[int, Outbound] = {}
         self.continuing: tuple[int, bool, bytearray] | None = None
-        self.size_update = True
         self.preface = self.server_side
-        self.closed = False
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        self.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        settings = pack(">HLHL", 3, MAX_STREAMS, 4, STREAM_WINDOW)
+        settings = pack(">HLHL", MAX_CONCURRENT_STREAMS, MAX_STREAMS, INITIAL_WINDOW_SIZE, STREAM_WINDOW)
         if not self.server_side:
-            settings += pack(">HL", 2, 0)  # no server push
+            settings += pack(">HL", ENABLE_PUSH, 0)  # no server push
         self.write(
             (b"" if self.server_side else PREFACE)
             + frame(SETTINGS, 0, 0, settings)
@@ -176,6 +124,8 @@ class H2Connection(asyncio.Protocol):
         )
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:  # closing (`close`): what the peer still sends is dropped
+            return
         received = memoryview(data)
         try:
             view = self.read_preface(received) if self.preface else received
@@ -185,10 +135,10 @@ class H2Connection(asyncio.Protocol):
                 return
             position = self.read_frames(view)
         except ProtocolViolation as violation:
-            self.go_away(violation.code)
+            self.go_away(violation.code, self.last_taken())
             return
         except struct.error:  # a frame shorter than its type's fields
-            self.go_away(FRAME_SIZE_ERROR)
+            self.go_away(FRAME_SIZE_ERROR, self.last_taken())
             return
         if position < len(view) and not self.closed:
             self.buffer += view[position:]
@@ -219,8 +169,7 @@ class H2Connection(asyncio.Protocol):
             if len(buffer) < 9:
                 return None
         length = int.from_bytes(buffer[:3], "big")
-        if length > MAX_FRAME:
-            raise ProtocolViolation(FRAME_SIZE_ERROR)
+        check_frame(buffer[3], buffer[4], int.from_bytes(buffer[5:9], "big") & LAST_STREAM_ID, length)
         needed = 9 + length - len(buffer)
         buffer += view[:needed]
         if len(buffer) < 9 + length:
@@ -237,15 +186,15 @@ class H2Connection(asyncio.Protocol):
         while end - position >= 9 and not self.closed:
             high, low, kind, flags, stream = unpack_from(">BHBBL", view, position)
             length = high << 16 | low
-            if length > MAX_FRAME:
-                raise ProtocolViolation(FRAME_SIZE_ERROR)
+            stream &= LAST_STREAM_ID
+            check_frame(kind, flags, stream, length)  # from the header alone, before the payload is there
             if end - position - 9 < length:
                 break
             start, position = position + 9, position + 9 + length
             if kind == DATA:
-                self.data_frame(flags, stream & LAST_STREAM_ID, view[start:position])
+                self.data_frame(flags, stream, view[start:position])
             else:
-                self.frame_received(kind, flags, stream & LAST_STREAM_ID, bytes(view[start:position]))
+                self.frame_received(kind, flags, stream, bytes(view[start:position]))
         return position
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -253,15 +202,50 @@ class H2Connection(asyncio.Protocol):
         self.out.clear()
         self.on_lost()
 
+    def pause_writing(self) -> None:
+        """Our writes outgrew `WRITE_HIGH_WATER`: stop sending DATA (it waits on its stream, its
+        source not credited) and, when the peer is a client, reading it (what it sends would be
+        answered). The gateway keeps reading its services, which are its own: were both ends of
+        that connection to stop reading while their writes wait, neither would drain."""
+        self.write_paused = True
+        if self.server_side and self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self.transport is not None and not self.closed:
+            if self.server_side:
+                self.transport.resume_reading()
+            self.unblock()
+
+    def flooded(self) -> None:
+        """The peer sent a frame that costs work and carries no request: past the budget, the
+        connection ends (GOAWAY ENHANCE_YOUR_CALM)."""
+        if not self.flood.spend():
+            raise ProtocolViolation(ENHANCE_YOUR_CALM)
+
+    def last_taken(self) -> int:
+        """The last stream the peer opened that we took (a GOAWAY names it): none here."""
+        return 0
+
+    def is_idle(self, stream: int) -> bool:
+        """Whether ``stream`` was never opened (a RST_STREAM for it is a protocol error)."""
+        return False
+
     # Frames in
     def data_frame(self, flags: int, stream: int, payload: memoryview) -> None:
         if self.continuing is not None:
             raise ProtocolViolation(PROTOCOL_ERROR)
+        data = unpadded(payload, flags)
+        if self.is_idle(stream):  # RFC 9113 5.1: only HEADERS and PRIORITY may name an idle stream
+            raise ProtocolViolation(PROTOCOL_ERROR)
         flow = len(payload)
+        if not flow and not flags & END_STREAM:
+            self.flooded()
         self.receive_window -= flow
         if self.receive_window < 0:
             raise ProtocolViolation(FLOW_CONTROL_ERROR)
-        self.on_data(stream, unpadded(payload, flags), flow, bool(flags & END_STREAM))
+        self.on_data(stream, data, flow, bool(flags & END_STREAM))
 
     def frame_received(self, kind: int, flags: int, stream: int, payload: bytes) -> None:
         if self.continuing is not None and kind != CONTINUATION:
@@ -270,6 +254,8 @@ class H2Connection(asyncio.Protocol):
             block = unpadded(payload, flags)
             if flags & PRIORITY_FLAG:
                 block = block[5:]
+            if not block and not flags & (END_HEADERS | END_STREAM):
+                self.flooded()
             if flags & END_HEADERS:
                 self.headers_complete(stream, block, bool(flags & END_STREAM))
             else:
@@ -277,6 +263,8 @@ class H2Connection(asyncio.Protocol):
         elif kind == CONTINUATION:
             if self.continuing is None or self.continuing[0] != stream:
                 raise ProtocolViolation(PROTOCOL_ERROR)
+            if not payload and not flags & END_HEADERS:
+                self.flooded()
             self.continuing[2].extend(payload)
             if len(self.continuing[2]) > MAX_HEADER_LIST:
                 raise ProtocolViolation(PROTOCOL_ERROR)
@@ -288,13 +276,20 @@ class H2Connection(asyncio.Protocol):
             self.window_update(stream, unpack_from(">L", payload)[0] & LAST_STREAM_ID)
         elif kind == SETTINGS:
             if not flags & ACK:
+                self.flooded()
                 self.settings(payload)
         elif kind == PING:
             if not flags & ACK:
+                self.flooded()
                 self.write(frame(PING, ACK, 0, payload))
         elif kind == RST_STREAM:
+            if self.is_idle(stream):
+                raise ProtocolViolation(PROTOCOL_ERROR)
+            self.flooded()
             self.drop(stream)
             self.on_reset(stream, unpack_from(">L", payload)[0])
+        elif kind == PRIORITY:
+            self.flooded()
         elif kind == GOAWAY:
             last, code = unpack_from(">LL", payload)
             self.on_goaway(last & LAST_STREAM_ID, code)
@@ -330,189 +325,52 @@ class H2Connection(asyncio.Protocol):
 
     def settings(self, payload: bytes) -> None:
         opened = False
-        for offset in range(0, len(payload) - 5, 6):
-            key, value = unpack_from(">HL", payload, offset)
-            if key == 1:
+        for key, value in received_settings(payload):
+            if key == HEADER_TABLE_SIZE:
                 self.size_update = True
-            elif key == 3:
+            elif key == MAX_CONCURRENT_STREAMS:
                 self.peer_max_streams = value
-            elif key == 4:
+            elif key == INITIAL_WINDOW_SIZE:
                 delta, self.peer_window = value - self.peer_window, value
                 for outbound in self.outbound.values():
                     outbound.window += delta
+                    if outbound.window > MAX_WINDOW:  # RFC 9113 6.9.2
+                        raise ProtocolViolation(FLOW_CONTROL_ERROR)
                 opened = delta > 0
-            elif key == 5:
+            elif key == MAX_FRAME_SIZE:
                 self.peer_max_frame = value
         self.write(frame(SETTINGS, ACK, 0))
         if opened:
             self.unblock()
 
     def window_update(self, stream: int, increment: int) -> None:
+        """RFC 9113 6.9: an increment of 0 is a protocol error, a window past 2^31-1 a flow-control
+        error; of the connection's window (stream 0) the connection's, else the stream's."""
         if stream == 0:
             self.send_window += increment
+            if not increment:
+                raise ProtocolViolation(PROTOCOL_ERROR)
+            if self.send_window > MAX_WINDOW:
+                raise ProtocolViolation(FLOW_CONTROL_ERROR)
             self.unblock()
+            return
+        if self.is_idle(stream):
+            raise ProtocolViolation(PROTOCOL_ERROR)
+        if not increment:
+            self.stream_error(stream, PROTOCOL_ERROR)
             return
         outbound = self.outbound.get(stream)
         if outbound is not None:
             outbound.window += increment
-            if outbound.pending:
+            if outbound.window > MAX_WINDOW:
+                self.stream_error(stream, FLOW_CONTROL_ERROR)
+            elif outbound.pending:
                 self.push(outbound)
 
-    def credit(self, size: int) -> None:
-        """``size`` bytes received on this connection were passed on."""
-        self.unacked += size
-        if self.unacked >= CONNECTION_WINDOW // 2:
-            self.write(frame(WINDOW_UPDATE, 0, 0, pack(">L", self.unacked)))
-            self.receive_window += self.unacked
-            self.unacked = 0
-
-    # Frames out
-    def open_outbound(self, stream: int) -> Outbound:
-        outbound = self.outbound[stream] = Outbound(stream, self.peer_window)
-        return outbound
-
-    def send_headers(self, outbound: Outbound, block: bytes, end: bool) -> None:
-        if outbound.pending:
-            outbound.pending.append((block, end, None, -1))
-            return
-        self.write_headers(outbound.stream, block, end)
-        if end:
-            self.outbound.pop(outbound.stream, None)
-
-    def write_headers(self, stream: int, block: bytes, end: bool) -> None:
-        if self.size_update:
-            block, self.size_update = TABLE_SIZE_ZERO + block, False
-        flags = END_STREAM if end else 0
-        size = self.peer_max_frame
-        if len(block) <= size:
-            self.write(frame(HEADERS, flags | END_HEADERS, stream, block))
-            return
-        self.write(frame(HEADERS, flags, stream, block[:size]))
-        for start in range(size, len(block), size):
-            last = start + size >= len(block)
-            self.write(frame(CONTINUATION, END_HEADERS if last else 0, stream, block[start : start + size]))
-
-    def send_data(
-        self, outbound: Outbound, data: Payload, end: bool, source: Inbound | None, flow: int
-    ) -> None:
-        """Send ``data`` on ``outbound``'s stream as the windows allow; ``source`` is credited with
-        ``flow`` bytes once all of it is written. A large ``data`` is sent from its own memory,
-        which must not change until it is written."""
-        size = len(data)
-        if (
-            not outbound.pending
-            and size <= outbound.window
-            and size <= self.send_window
-            and size <= self.peer_max_frame
-        ):
-            outbound.window -= size
-            self.send_window -= size
-            self.write_data(outbound.stream, END_STREAM if end else 0, data)
-            if source is not None:
-                source.credit(flow)
-            if end:
-                self.outbound.pop(outbound.stream, None)
-            return
-        outbound.pending.append((data, end, source, flow))
-        self.push(outbound)
-
-    def push(self, outbound: Outbound) -> None:
-        """Send what waits on ``outbound`` as far as the windows allow."""
-        pending, stream = outbound.pending, outbound.stream
-        while pending:
-            data, end, source, flow = pending[0]
-            if flow < 0:
-                pending.popleft()
-                self.write_headers(stream, bytes(data), end)
-            else:
-                allowed = min(outbound.window, self.send_window, self.peer_max_frame)
-                size = len(data)
-                if size > allowed:
-                    if allowed <= 0:
-                        self.blocked[stream] = outbound
-                        return
-                    view = memoryview(data)  # the rest waits as a view, not a copy
-                    self.write_data(stream, 0, view[:allowed])
-                    outbound.window -= allowed
-                    self.send_window -= allowed
-                    pending[0] = (view[allowed:], end, source, flow)
-                    continue
-                pending.popleft()
-                self.write_data(stream, END_STREAM if end else 0, data)
-                outbound.window -= size
-                self.send_window -= size
-                if source is not None:
-                    source.credit(flow)
-            if end:
-                self.outbound.pop(stream, None)
-        self.blocked.pop(stream, None)
-
-    def unblock(self) -> None:
-        for outbound in list(self.blocked.values()):
-            if self.send_window <= 0:
-                return
-            self.push(outbound)
-
-    def reset(self, stream: int, code: int) -> None:
-        """End ``stream`` with RST_STREAM ``code``, dropping what it had queued."""
-        if not self.closed:
-            self.write(frame(RST_STREAM, 0, stream, pack(">L", code)))
-        self.drop(stream)
-
-    def drop(self, stream: int) -> None:
-        """Forget ``stream``'s queue, crediting its senders (their connection windows)."""
-        outbound = self.outbound.pop(stream, None)
-        self.blocked.pop(stream, None)
-        if outbound is not None:
-            for _, _, source, flow in outbound.pending:
-                if source is not None:
-                    source.credit(flow)
-
-    def write(self, data: bytes) -> None:
-        if self.closed:
-            return
-        if not self.out:
-            self.corker.add(self)
-        self.out.append(data)
-
-    def write_data(self, stream: int, flags: int, data: Payload) -> None:
-        """A DATA frame; a payload of `BY_REFERENCE` bytes or more is written by reference."""
-        if len(data) < BY_REFERENCE:
-            self.write(frame(DATA, flags, stream, data))
-            return
-        self.write(frame_header(DATA, flags, stream, len(data)))
-        if not self.closed:
-            self.out.append(data)
-            self.by_reference = True
-
-    def flush(self) -> None:
-        """Send what was written: joined into one write, or (when payloads were written by
-        reference) handed over as a list, which uvloop writes with one ``writev`` and keeps by
-        reference while the socket is full (asyncio's own loop joins it)."""
-        out, self.out = self.out, []
-        by_reference, self.by_reference = self.by_reference, False
-        if out and self.transport is not None and not self.closed:
-            if by_reference:
-                self.transport.writelines(out)
-            else:
-                self.transport.write(b"".join(out))
-
-    def go_away(self, code: int, last_stream: int = 0) -> None:
-        """Tell the peer the connection ends (``code``), and close it."""
-        self.write(frame(GOAWAY, 0, 0, pack(">LL", last_stream, code)))
-        self.close()
-
-    def close(self) -> None:
-        """Close once what was written is sent."""
-        self.flush()
-        if self.transport is not None:
-            self.transport.close()
-        self.closed = True
-
-    def abort(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.abort()
+    def stream_error(self, stream: int, code: int) -> None:
+        """The peer broke HTTP/2 on ``stream`` alone: RST_STREAM ``code``, and its call ends."""
+        self.reset(stream, code)
+        self.on_reset(stream, code)
 
     # What subclasses do with streams
     def on_headers(self, stream: int, headers: list[Header], end: bool) -> None:
@@ -530,77 +388,3 @@ class H2Connection(asyncio.Protocol):
 
     def on_lost(self) -> None:
         raise NotImplementedError
-
-
-class StreamCall(Protocol):
-    """What a server's call does with its stream's DATA and its reset."""
-
-    def request_data(self, data: memoryview, flow: int, end: bool) -> None: ...
-    def cancel(self) -> None: ...
-
-
-C = TypeVar("C", bound=StreamCall)
-P = TypeVar("P", bytes, memoryview)
-
-
-class ServerConnection(H2Connection, Generic[C]):
-    """A client's connection to a server of ours: its calls by stream, each new stream checked
-    (`opens`), and GOAWAY once the server stops taking calls (`stop_taking`)."""
-
-    server_side = True
-
-    def __init__(self, corker: Corker) -> None:
-        super().__init__(corker)
-        self.calls: dict[int, C] = {}
-        self.last_stream = 0
-        self.going_away = False
-
-    def opens(self, stream: int) -> bool:
-        """Whether the client may open ``stream`` now; a stream past the limit or after GOAWAY is
-        refused (RST_STREAM REFUSED_STREAM: the client may retry it elsewhere)."""
-        if stream <= self.last_stream or not stream & 1:
-            raise ProtocolViolation(PROTOCOL_ERROR)
-        self.last_stream = stream
-        if self.going_away or len(self.calls) >= MAX_STREAMS:
-            self.reset(stream, REFUSED_STREAM)
-            return False
-        return True
-
-    def on_data(self, stream: int, data: memoryview, flow: int, end: bool) -> None:
-        call = self.calls.get(stream)
-        if call is None:
-            self.credit(flow)  # a stream already answered or reset
-        else:
-            call.request_data(data, flow, end)
-
-    def on_reset(self, stream: int, code: int) -> None:
-        call = self.calls.get(stream)
-        if call is not None:
-            call.cancel()
-
-    def on_goaway(self, last_stream: int, code: int) -> None:
-        pass  # a client going away still gets the answers of its calls
-
-    def on_lost(self) -> None:
-        for call in list(self.calls.values()):
-            call.cancel()
-
-    def call_over(self, stream: int) -> None:
-        self.calls.pop(stream, None)
-        if self.going_away and not self.calls:
-            self.close()
-
-    def stop_taking(self) -> None:
-        """GOAWAY: no new calls; the connection closes once its calls are over."""
-        self.going_away = True
-        self.write(frame(GOAWAY, 0, 0, pack(">LL", self.last_stream, NO_ERROR)))
-        if not self.calls:
-            self.close()
-
-
-def unpadded(payload: P, flags: int) -> P:
-    if not flags & PADDED:
-        return payload
-    if not payload or payload[0] >= len(payload):
-        raise ProtocolViolation(PROTOCOL_ERROR)
-    return payload[1 : len(payload) - payload[0]]

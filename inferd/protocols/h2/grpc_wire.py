@@ -10,8 +10,9 @@ from typing import Protocol
 
 import numpy as np
 
-from inferd.protocols.h2.connection import BY_REFERENCE, Payload
+from inferd.protocols.h2.frames import Payload
 from inferd.protocols.h2.hpack_out import encode_block
+from inferd.protocols.h2.sending import BY_REFERENCE
 
 #: Seconds per unit of a ``grpc-timeout`` value (hours, minutes, seconds, milli-, micro-, nanoseconds).
 TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}

@@ -27,7 +27,7 @@ from tritonclient.grpc import service_pb2
 
 from inferd.platform.gateway import EndpointTable
 from inferd.platform.gateway.grpc_proxy import GrpcGatewayServer, serve_grpc_gateway
-from inferd.protocols.h2.connection import END_HEADERS, GOAWAY, HEADERS, PREFACE, WINDOW_UPDATE, frame
+from inferd.protocols.h2.frames import END_HEADERS, GOAWAY, HEADERS, PREFACE, WINDOW_UPDATE, frame
 from inferd.server.auth import Tokens
 from tests.platform.gateway.grpc_support import GrpcLoad, infer, refusal, scales  # noqa: F401
 from tests.servers import RunningServer, frame_types, free_port

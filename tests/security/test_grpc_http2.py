@@ -1,0 +1,149 @@
+"""Attacks on the HTTP/2 of inferd's own gRPC server (``--grpc-server inferd``, the default), sent to
+a real ``inferd serve`` on its gRPC port from a raw socket (tests/h2_attacks.py): a unary call that
+sends message after message and never ends is ended after its second message; PING floods and
+streams opened and reset at once ("rapid reset"), sent without reading, end in GOAWAY
+ENHANCE_YOUR_CALM within the flood budget (``INFERD_GRPC_FLOOD_LIMIT``) with the server's memory
+bounded; broken SETTINGS and WINDOW_UPDATE frames get the error codes of RFC 9113; and every time
+the server keeps serving other connections."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
+from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
+from tests.h2_attacks import (
+    END_HEADERS,
+    ENHANCE_YOUR_CALM,
+    FLOW_CONTROL_ERROR,
+    FRAME_SIZE_ERROR,
+    HEADERS,
+    MIB,
+    PROTOCOL_ERROR,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    exchange,
+    frame,
+    ping_flood,
+    rapid_reset,
+    request_block,
+    rss,
+    unary_flood,
+)
+from tests.security.conftest import APPS
+from tests.servers import RunningServer, serve
+
+INFER = "/inference.GRPCInferenceService/ModelInfer"
+LIVE = "/inference.GRPCInferenceService/ServerLive"
+#: The receive limit of these tests' server: each attack sends far more than it under it.
+MESSAGE_LIMIT = 8 * MIB
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    env = {"INFERD_GRPC_MAX_MESSAGE_SIZE": str(MESSAGE_LIMIT)}
+    with serve(str(APPS / "native_models.py"), "--dialect", "native", env=env, cwd=APPS) as running:
+        assert running.grpc_address is not None
+        warm_up(running)
+        yield running
+
+
+def warm_up(server: RunningServer) -> None:
+    """A call of each kind first, so the memory the server's first calls take (imports, buffers)
+    is not counted against an attack."""
+    still_serves(server)
+    request = pb.ModelInferRequest(
+        model_name="sleepy",
+        inputs=[pb.ModelInferRequest.InferInputTensor(name="seconds", datatype="FP32", shape=[1])],
+        raw_input_contents=[bytes(4)],
+    )
+    with grpc.insecure_channel(address(server)) as channel:
+        pb_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=10)
+
+
+def address(server: RunningServer) -> str:
+    assert server.grpc_address is not None
+    return server.grpc_address.replace("localhost", "127.0.0.1")
+
+
+def still_serves(server: RunningServer) -> None:
+    with grpc.insecure_channel(address(server)) as channel:
+        assert pb_grpc.GRPCInferenceServiceStub(channel).ServerLive(pb.ServerLiveRequest(), timeout=10).live
+
+
+def test_a_unary_call_is_reset_after_its_second_message(server: RunningServer) -> None:
+    """64 MiB of 16 KiB messages on one unary call that never ends: the server answers INTERNAL and
+    resets the stream after the second, and credits nothing it will not read (grpcio ends such a
+    call after its first message)."""
+    before = rss(server.process.pid)
+    outcome = unary_flood(address(server), INFER, 64 * MIB)
+    assert outcome.reset is not None, f"sent {outcome.sent} bytes and the call went on"
+    assert outcome.status == str(grpc.StatusCode.INTERNAL.value[0])
+    assert outcome.sent < 4 * MIB  # within the windows it had at the start, not credited past them
+    assert rss(server.process.pid) - before < 32 * MIB
+    still_serves(server)
+
+
+def test_a_ping_flood_not_read_ends_in_goaway(server: RunningServer) -> None:
+    before = rss(server.process.pid)
+    sent, answer = ping_flood(address(server))
+    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} PINGs sent; {answer.count(6)} answered"
+    assert answer.closed
+    assert rss(server.process.pid) - before < 32 * MIB
+    still_serves(server)
+
+
+def test_rapid_reset_ends_in_goaway(server: RunningServer) -> None:
+    before = rss(server.process.pid)
+    sent, answer = rapid_reset(address(server), LIVE)
+    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} streams opened and reset"
+    assert answer.closed
+    assert rss(server.process.pid) - before < 32 * MIB
+    still_serves(server)
+
+
+def test_broken_settings_and_window_updates_get_rfc_9113_errors(server: RunningServer) -> None:
+    setting = lambda key, value: frame(SETTINGS, 0, 0, struct.pack(">HL", key, value))  # noqa: E731
+    for sent, code in (
+        (frame(SETTINGS, 0, 0, b"\x00\x04\x00\x01\x00"), FRAME_SIZE_ERROR),  # 5 bytes: not a multiple of 6
+        (frame(SETTINGS, 1, 0, bytes(6)), FRAME_SIZE_ERROR),  # an ACK with a payload
+        (setting(2, 2), PROTOCOL_ERROR),  # ENABLE_PUSH neither 0 nor 1
+        (setting(4, 2**31), FLOW_CONTROL_ERROR),  # INITIAL_WINDOW_SIZE past 2^31-1
+        (setting(5, 100), PROTOCOL_ERROR),  # MAX_FRAME_SIZE under 16384
+        (setting(5, 2**24), PROTOCOL_ERROR),  # and over 2^24-1
+        (frame(WINDOW_UPDATE, 0, 0, bytes(4)), PROTOCOL_ERROR),  # increment 0 on the connection
+        (frame(WINDOW_UPDATE, 0, 0, struct.pack(">L", 2**31 - 1)), FLOW_CONTROL_ERROR),  # window past 2^31-1
+        (frame(WINDOW_UPDATE, 0, 0, bytes(3)), FRAME_SIZE_ERROR),
+        (frame(6, 0, 0, bytes(7)), FRAME_SIZE_ERROR),  # a PING of 7 bytes
+    ):
+        answer = exchange(address(server), sent)
+        assert answer.goaway() == code, (sent, answer.frames)
+        assert answer.closed
+    # Increment 0 on a stream is that stream's error: RST_STREAM, and the connection goes on.
+    opened = frame(HEADERS, END_HEADERS, 1, request_block(INFER))
+    answer = exchange(address(server), opened + frame(WINDOW_UPDATE, 0, 1, bytes(4)), seconds=1.0)
+    assert answer.resets(1) == [PROTOCOL_ERROR], answer.frames
+    assert answer.goaway() is None and not answer.closed
+    # A RST_STREAM for a stream never opened is the connection's error.
+    answer = exchange(address(server), frame(RST_STREAM, 0, 5, bytes(4)))
+    assert answer.goaway() == PROTOCOL_ERROR
+    still_serves(server)
+
+
+def test_a_peer_that_does_not_read_is_not_read_either() -> None:
+    """Without the flood budget (a limit no flood reaches), PINGs never read still cost the server
+    only its write buffer's high-water mark: it stops reading the peer until the answers drain, so
+    the flood stalls (2,000,000 such PINGs grew it by 90-100 MiB before)."""
+    env = {"INFERD_GRPC_FLOOD_LIMIT": str(10**9)}
+    with serve(str(APPS / "native_models.py"), "--dialect", "native", env=env, cwd=APPS) as lenient:
+        warm_up(lenient)
+        before = rss(lenient.process.pid)
+        sent, _ = ping_flood(address(lenient), count=2_000_000, seconds=4.0, wait=0.2)
+        assert sent < 1_000_000, f"all {sent} PINGs were read"
+        assert rss(lenient.process.pid) - before < 32 * MIB
+        still_serves(lenient)
