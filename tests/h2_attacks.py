@@ -269,3 +269,48 @@ def unary_flood(
         except (TimeoutError, OSError, h2.exceptions.ProtocolError):
             pass
     return outcome
+
+
+#: Frames RFC 9113 makes a connection error, and the code of the GOAWAY each must get.
+BROKEN_FRAMES = (
+    (frame(SETTINGS, 0, 0, b"\x00\x04\x00\x01\x00"), FRAME_SIZE_ERROR),  # 5 bytes: not a multiple of 6
+    (frame(SETTINGS, 1, 0, bytes(6)), FRAME_SIZE_ERROR),  # an ACK with a payload
+    (frame(SETTINGS, 0, 0, struct.pack(">HL", 2, 2)), PROTOCOL_ERROR),  # ENABLE_PUSH neither 0 nor 1
+    (frame(SETTINGS, 0, 0, struct.pack(">HL", 4, 2**31)), FLOW_CONTROL_ERROR),  # INITIAL_WINDOW_SIZE > 2^31-1
+    (frame(SETTINGS, 0, 0, struct.pack(">HL", 5, 100)), PROTOCOL_ERROR),  # MAX_FRAME_SIZE under 16384
+    (frame(SETTINGS, 0, 0, struct.pack(">HL", 5, 2**24)), PROTOCOL_ERROR),  # and over 2^24-1
+    (frame(WINDOW_UPDATE, 0, 0, bytes(4)), PROTOCOL_ERROR),  # increment 0 on the connection
+    (frame(WINDOW_UPDATE, 0, 0, struct.pack(">L", 2**31 - 1)), FLOW_CONTROL_ERROR),  # window past 2^31-1
+    (frame(WINDOW_UPDATE, 0, 0, bytes(3)), FRAME_SIZE_ERROR),
+    (frame(PING, 0, 0, bytes(7)), FRAME_SIZE_ERROR),  # a PING of 7 bytes
+)
+
+
+def assert_broken_frames_end_the_connection(address: str) -> None:
+    """Each of `BROKEN_FRAMES`, on a connection of its own, gets GOAWAY with its code, then a close."""
+    for sent, code in BROKEN_FRAMES:
+        answer = exchange(address, sent)
+        assert answer.goaway() == code, (sent, answer.frames)
+        assert answer.closed
+
+
+def assert_floods_calmed(address: str, pid: int, path: str) -> None:
+    """A PING flood never read, then streams opened and reset at once ("rapid reset"), each end in
+    GOAWAY ENHANCE_YOUR_CALM and a close, the server at ``pid`` growing by less than 32 MiB."""
+    before = rss(pid)
+    sent, answer = ping_flood(address)
+    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} PINGs sent; {answer.count(PING)} answered"
+    assert answer.closed
+    sent, answer = rapid_reset(address, path)
+    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} streams opened and reset"
+    assert answer.closed
+    assert rss(pid) - before < 32 * MIB
+
+
+def assert_unread_pings_stall(address: str, pid: int) -> None:
+    """Without the flood budget, PINGs never read cost the server only its write buffer's high-water
+    mark: it stops reading the peer until the answers drain, so the flood stalls."""
+    before = rss(pid)
+    sent, _ = ping_flood(address, count=2_000_000, seconds=4.0, wait=0.2)
+    assert sent < 1_000_000, f"all {sent} PINGs were read"
+    assert rss(pid) - before < 32 * MIB

@@ -8,7 +8,6 @@ the server keeps serving other connections."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 import grpc
@@ -18,19 +17,16 @@ from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 from tests.h2_attacks import (
     END_HEADERS,
-    ENHANCE_YOUR_CALM,
-    FLOW_CONTROL_ERROR,
-    FRAME_SIZE_ERROR,
     HEADERS,
     MIB,
     PROTOCOL_ERROR,
     RST_STREAM,
-    SETTINGS,
     WINDOW_UPDATE,
+    assert_broken_frames_end_the_connection,
+    assert_floods_calmed,
+    assert_unread_pings_stall,
     exchange,
     frame,
-    ping_flood,
-    rapid_reset,
     request_block,
     rss,
     unary_flood,
@@ -89,41 +85,13 @@ def test_a_unary_call_is_reset_after_its_second_message(server: RunningServer) -
     still_serves(server)
 
 
-def test_a_ping_flood_not_read_ends_in_goaway(server: RunningServer) -> None:
-    before = rss(server.process.pid)
-    sent, answer = ping_flood(address(server))
-    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} PINGs sent; {answer.count(6)} answered"
-    assert answer.closed
-    assert rss(server.process.pid) - before < 32 * MIB
-    still_serves(server)
-
-
-def test_rapid_reset_ends_in_goaway(server: RunningServer) -> None:
-    before = rss(server.process.pid)
-    sent, answer = rapid_reset(address(server), LIVE)
-    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} streams opened and reset"
-    assert answer.closed
-    assert rss(server.process.pid) - before < 32 * MIB
+def test_ping_and_reset_floods_end_in_goaway(server: RunningServer) -> None:
+    assert_floods_calmed(address(server), server.process.pid, LIVE)
     still_serves(server)
 
 
 def test_broken_settings_and_window_updates_get_rfc_9113_errors(server: RunningServer) -> None:
-    setting = lambda key, value: frame(SETTINGS, 0, 0, struct.pack(">HL", key, value))  # noqa: E731
-    for sent, code in (
-        (frame(SETTINGS, 0, 0, b"\x00\x04\x00\x01\x00"), FRAME_SIZE_ERROR),  # 5 bytes: not a multiple of 6
-        (frame(SETTINGS, 1, 0, bytes(6)), FRAME_SIZE_ERROR),  # an ACK with a payload
-        (setting(2, 2), PROTOCOL_ERROR),  # ENABLE_PUSH neither 0 nor 1
-        (setting(4, 2**31), FLOW_CONTROL_ERROR),  # INITIAL_WINDOW_SIZE past 2^31-1
-        (setting(5, 100), PROTOCOL_ERROR),  # MAX_FRAME_SIZE under 16384
-        (setting(5, 2**24), PROTOCOL_ERROR),  # and over 2^24-1
-        (frame(WINDOW_UPDATE, 0, 0, bytes(4)), PROTOCOL_ERROR),  # increment 0 on the connection
-        (frame(WINDOW_UPDATE, 0, 0, struct.pack(">L", 2**31 - 1)), FLOW_CONTROL_ERROR),  # window past 2^31-1
-        (frame(WINDOW_UPDATE, 0, 0, bytes(3)), FRAME_SIZE_ERROR),
-        (frame(6, 0, 0, bytes(7)), FRAME_SIZE_ERROR),  # a PING of 7 bytes
-    ):
-        answer = exchange(address(server), sent)
-        assert answer.goaway() == code, (sent, answer.frames)
-        assert answer.closed
+    assert_broken_frames_end_the_connection(address(server))
     # Increment 0 on a stream is that stream's error: RST_STREAM, and the connection goes on.
     opened = frame(HEADERS, END_HEADERS, 1, request_block(INFER))
     answer = exchange(address(server), opened + frame(WINDOW_UPDATE, 0, 1, bytes(4)), seconds=1.0)
@@ -142,8 +110,5 @@ def test_a_peer_that_does_not_read_is_not_read_either() -> None:
     env = {"INFERD_GRPC_FLOOD_LIMIT": str(10**9)}
     with serve(str(APPS / "native_models.py"), "--dialect", "native", env=env, cwd=APPS) as lenient:
         warm_up(lenient)
-        before = rss(lenient.process.pid)
-        sent, _ = ping_flood(address(lenient), count=2_000_000, seconds=4.0, wait=0.2)
-        assert sent < 1_000_000, f"all {sent} PINGs were read"
-        assert rss(lenient.process.pid) - before < 32 * MIB
+        assert_unread_pings_stall(address(lenient), lenient.process.pid)
         still_serves(lenient)

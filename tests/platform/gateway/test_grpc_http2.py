@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -30,18 +29,13 @@ from inferd.protocols.v2._generated import grpc_predict_v2_pb2_grpc as pb_grpc
 from tests.h2_attacks import (
     END_HEADERS,
     END_STREAM,
-    ENHANCE_YOUR_CALM,
-    FLOW_CONTROL_ERROR,
-    FRAME_SIZE_ERROR,
     HEADERS,
     MIB,
-    PROTOCOL_ERROR,
-    SETTINGS,
-    WINDOW_UPDATE,
+    assert_broken_frames_end_the_connection,
+    assert_floods_calmed,
+    assert_unread_pings_stall,
     exchange,
     frame,
-    ping_flood,
-    rapid_reset,
     request_block,
     rss,
 )
@@ -68,35 +62,13 @@ def still_serves(running: Control) -> None:
     assert answer.count(HEADERS) == 1 and answer.goaway() is None, answer.frames
 
 
-def test_a_ping_flood_not_read_ends_in_goaway(platform: Control) -> None:
-    before = rss(platform.process.pid)
-    sent, answer = ping_flood(address(platform))
-    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} PINGs sent; {answer.count(6)} answered"
-    assert answer.closed
-    assert rss(platform.process.pid) - before < 32 * MIB
-    still_serves(platform)
-
-
-def test_rapid_reset_ends_in_goaway(platform: Control) -> None:
-    before = rss(platform.process.pid)
-    sent, answer = rapid_reset(address(platform), LIVE)
-    assert answer.goaway() == ENHANCE_YOUR_CALM, f"{sent} streams opened and reset"
-    assert answer.closed
-    assert rss(platform.process.pid) - before < 32 * MIB
+def test_ping_and_reset_floods_end_in_goaway(platform: Control) -> None:
+    assert_floods_calmed(address(platform), platform.process.pid, LIVE)
     still_serves(platform)
 
 
 def test_broken_settings_and_window_updates_get_rfc_9113_errors(platform: Control) -> None:
-    for sent, code in (
-        (frame(SETTINGS, 0, 0, b"\x00\x04\x00\x01\x00"), FRAME_SIZE_ERROR),
-        (frame(SETTINGS, 0, 0, struct.pack(">HL", 4, 2**31)), FLOW_CONTROL_ERROR),
-        (frame(SETTINGS, 0, 0, struct.pack(">HL", 2, 7)), PROTOCOL_ERROR),
-        (frame(WINDOW_UPDATE, 0, 0, bytes(4)), PROTOCOL_ERROR),
-        (frame(WINDOW_UPDATE, 0, 0, struct.pack(">L", 2**31 - 1)), FLOW_CONTROL_ERROR),
-    ):
-        answer = exchange(address(platform), sent)
-        assert answer.goaway() == code, (sent, answer.frames)
-        assert answer.closed
+    assert_broken_frames_end_the_connection(address(platform))
     still_serves(platform)
 
 
@@ -105,10 +77,7 @@ def test_a_client_that_does_not_read_is_not_read_either(tmp_path: Path) -> None:
     high-water mark: it stops reading the client until its answers drain."""
     with control(tmp_path / "data", env={"INFERD_GRPC_FLOOD_LIMIT": str(10**9)}) as lenient:
         still_serves(lenient)
-        before = rss(lenient.process.pid)
-        sent, _ = ping_flood(address(lenient), count=2_000_000, seconds=4.0, wait=0.2)
-        assert sent < 1_000_000, f"all {sent} PINGs were read"
-        assert rss(lenient.process.pid) - before < 32 * MIB
+        assert_unread_pings_stall(address(lenient), lenient.process.pid)
         still_serves(lenient)
 
 
