@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 import inferd
-from inferd.core import registry as registry_module
 from inferd.core.dataplane import DataPlane
 from inferd.core.errors import ModelLoadError, ModelNotFound, ModelNotReady
+from inferd.core.metrics import MODEL_UNLOADS
 from inferd.core.registry import ModelRegistry, ModelState
+from inferd.core.registry import loading as loading_module
 from inferd.core.repository import Scan, ServedModel
 from inferd.core.types import InferenceRequest, ServerMetadata
 
@@ -280,7 +281,7 @@ async def test_calls_of_a_model_that_fails_to_load_share_the_failure() -> None:
 async def test_a_quick_model_keeps_loading_on_the_loop_through_one_slow_load(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(registry_module, "QUICK_LOAD", 0.05)
+    monkeypatch.setattr(loading_module, "QUICK_LOAD", 0.05)
     registry = ModelRegistry(Folder(slow_to_load("quick"), served("other", 2)), max_loaded=1)
     dataplane = plane(registry)
     await registry.refresh()
@@ -300,7 +301,7 @@ async def test_a_swap_to_make_room_is_one_log_line_naming_both_models(
     registry = ModelRegistry(Folder(served("a", 1), served("b", 2)), max_loaded=1)
     dataplane = plane(registry)
     await registry.refresh()
-    unloads = registry_module.MODEL_UNLOADS.labels("a")._value.get()
+    unloads = MODEL_UNLOADS.labels("a")._value.get()
     with caplog.at_level(logging.INFO, logger="inferd.registry"):
         assert await answer(dataplane, "a") == 1
         assert await answer(dataplane, "b") == 2
@@ -310,7 +311,7 @@ async def test_a_swap_to_make_room_is_one_log_line_naming_both_models(
     assert lines[1].startswith("model b loaded in ")
     assert lines[1].endswith(", in place of model a (the least recently used, unloaded to make room)")
     assert lines[2:] == ["model b unloaded"]  # an unload not for room keeps its own line
-    assert registry_module.MODEL_UNLOADS.labels("a")._value.get() == unloads + 1  # still counted
+    assert MODEL_UNLOADS.labels("a")._value.get() == unloads + 1  # still counted
 
 
 async def test_eviction_waits_for_the_calls_inside_the_model() -> None:

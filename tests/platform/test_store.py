@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from inferd.core.errors import Conflict, InvalidInput, NotFound
-from inferd.platform import store as store_module
 from inferd.platform.records import Deployment, Route, RunState, Service, ServiceState, Version
 from inferd.platform.store import MIGRATIONS, SchemaTooNew, Store
+from inferd.platform.store import endpoints as endpoints_module
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -339,7 +339,7 @@ def test_a_failure_inside_a_call_leaves_nothing_half_created(
     def fail(*args: Any) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(store_module, "_insert_routes", fail)
+    monkeypatch.setattr(endpoints_module, "_insert_routes", fail)
     with pytest.raises(sqlite3.OperationalError):
         store.add_endpoint(dep.id, "main", [Route(blue.id, 100)])
     assert store._db.execute("SELECT count(*) FROM endpoints").fetchone()[0] == 0

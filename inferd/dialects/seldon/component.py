@@ -6,13 +6,13 @@ are Seldon 1.18's (spec §3-§5): legacy ``<method>_rest``/``_grpc`` first, then
 the high-level method with meta passed only when its signature takes it; tags and metrics merged into
 ``meta``; missing methods answered as Seldon answers them. Over V2 the component is a model with one
 input (the features) and one output ``output-0``. It is the protocol's `Component`, which is how the
-graph dialect runs it as a node.
+graph dialect runs it as a node. How it calls the user's methods is `user_calls`'s job, and how it
+makes an answer message from what they return is `replies`'s.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import os
 import threading
@@ -21,19 +21,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 from google.protobuf import json_format
-from google.protobuf.message import Message
 
 from inferd.core.batching import Batcher, BatchSettings, split_rows
 from inferd.core.errors import InvalidInput
 from inferd.core.model import Model, PredictInThread
 from inferd.core.types import Tensors
 from inferd.dialects.seldon import flask_errors, metadata, metrics
+from inferd.dialects.seldon.replies import Replies, _parse_proto, _puid, as_proto_json, http_status
 from inferd.dialects.seldon.unit import Unit
+from inferd.dialects.seldon.user_calls import UNSET, _plain, takes_meta
 from inferd.dialects.seldon.user_model import is_response
 from inferd.protocols.seldon import methods, payload
 from inferd.protocols.seldon._generated import prediction_pb2 as pb
 from inferd.protocols.seldon.component import Reply
-from inferd.protocols.seldon.errors import SeldonError, is_not_implemented, seldon_exception_fields
+from inferd.protocols.seldon.errors import SeldonError, seldon_exception_fields
 
 logger = logging.getLogger("inferd.seldon")
 
@@ -49,27 +50,13 @@ V2_METHODS = {
     "ROUTER": "route",
     "COMBINER": "aggregate",
 }
-UNSET = object()
-
-
-#: What `_record_metrics` gets from a class without ``metrics()``: nothing to validate.
-NO_METRICS: tuple[dict[str, Any], ...] = ()
-
-
-def takes_meta(function: Callable[..., Any]) -> bool | None:
-    """Whether ``function`` accepts ``meta=``; None when its signature cannot be read."""
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    return any(p.name == "meta" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def environment_flag(name: str, default: str) -> bool:
     return os.environ.get(name, default).strip().lower() == "true"
 
 
-class SeldonModel(Model):
+class SeldonModel(Replies, Model):
     platform: ClassVar[str] = "seldon"
 
     def __init__(
@@ -337,120 +324,6 @@ class SeldonModel(Model):
         body = self._respond(value, kind if "data" in sent else "", None, _puid(sent), methods.FEEDBACK)
         return Reply(as_proto_json(body, pb.SeldonMessage()))
 
-    # --- helpers ----------------------------------------------------------------------------------
-
-    def _raw(self, name: str, raw_input: Any, label: str) -> tuple[bool, Any]:
-        """(True, answer) when the user class has a raw method that answered; its ``meta.metrics`` are
-        recorded, and dropped from the answer when metrics are not included in client responses."""
-        function = self._user_method(f"{name}_raw")
-        if function is None:
-            return False, None
-        try:
-            result = _plain(function() if raw_input is UNSET else function(raw_input))
-        except Exception as exc:
-            if is_not_implemented(exc):
-                return False, None
-            raise
-        if isinstance(result, dict) and isinstance(result.get("meta"), dict) and "metrics" in result["meta"]:
-            self.recorder.record(metrics.validate(result["meta"]["metrics"]), label)
-            if not self.include_metrics:
-                result = {**result, "meta": {k: v for k, v in result["meta"].items() if k != "metrics"}}
-        return True, result
-
-    def _optional(self, name: str, invoke: Callable[[Any], Any], absent: Any, stubbed: Any = UNSET) -> Any:
-        """``invoke(method)`` if the user class has ``name``, else ``absent`` (raised if an error);
-        a `SeldonComponent` stub counts as absent (or answers ``stubbed``)."""
-        function = self._user_method(name)
-        if function is not None:
-            try:
-                return invoke(function)
-            except Exception as exc:
-                if not is_not_implemented(exc):
-                    raise
-                if stubbed is not UNSET:
-                    return stubbed
-        if isinstance(absent, SeldonError):
-            raise absent
-        return absent
-
-    def _user_method(self, name: str) -> Callable[..., Any] | None:
-        """The user object's method ``name``, or None; looked up once per name, after `load` (as
-        `_meta_rule`), not on every request."""
-        try:
-            return self._user_methods[name]
-        except KeyError:
-            function = getattr(self.user, name, None)
-            found = self._user_methods[name] = function if callable(function) else None
-            return found
-
-    def _with_meta(self, name: str, function: Callable[..., Any], X: Any, names: Any, meta: Any) -> Any:
-        rule = self._meta_rule.get(name)
-        if rule:
-            return function(X, names, meta=meta)
-        if rule is None:  # the signature could not be read: Seldon's try-then-retry
-            try:
-                return function(X, names, meta=meta)
-            except TypeError:
-                pass
-        return function(X, names)
-
-    def _respond(
-        self, result: Any, kind: str, request_meta: dict[str, Any] | None, puid: Any, label: str
-    ) -> dict[str, Any]:
-        """The response message: payload from ``result``, meta from the request, ``tags()``,
-        ``metrics()`` and the runtime tags and metrics of a `SeldonResponse`."""
-        runtime_tags: dict[str, Any] = {}
-        runtime_metrics: list[dict[str, Any]] = []
-        if is_response(result):
-            result, runtime_tags, runtime_metrics = result.data, result.tags or {}, result.metrics or []
-        custom = self._record_metrics(label, runtime_metrics)
-        body = payload.encode(result, kind, self._class_names)
-        tags = {**(self._optional("tags", _called, {}) or {}), **runtime_tags}
-        body["meta"] = self._meta(request_meta, tags, custom if self.include_metrics else [], puid)
-        return body
-
-    def _meta(
-        self, request_meta: dict[str, Any] | None, tags: dict[str, Any], metrics: list[Any], puid: Any
-    ) -> dict[str, Any]:
-        """An answer's meta: the request's tags, metrics and path, with this unit's added (the
-        request's entries win, as seldon-core merges them)."""
-        meta: dict[str, Any] = {}
-        request_meta = request_meta or {}
-        tags = {**(request_meta.get("tags") or {}), **tags}
-        if tags:
-            meta["tags"] = tags
-        metrics_out = [*(request_meta.get("metrics") or []), *metrics]
-        if metrics_out:
-            meta["metrics"] = metrics_out
-        if puid:
-            meta["puid"] = puid
-        path = {**self.identity.request_path(), **(request_meta.get("requestPath") or {})}
-        if path:
-            meta["requestPath"] = path
-        return meta
-
-    def _record_metrics(self, label: str, runtime: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        found = self._optional("metrics", _called, NO_METRICS)
-        custom = [] if found is NO_METRICS else metrics.validate(found)
-        if runtime:
-            custom = [*custom, *metrics.validate(runtime)]
-        if custom:
-            self.recorder.record(custom, label)
-        return custom
-
-    def _class_names(self) -> list[str] | None:
-        names = getattr(self.user, "class_names", None)
-        if names is None:
-            return None
-        if callable(names):
-            try:
-                return list(names())
-            except Exception as exc:
-                if is_not_implemented(exc):
-                    return None
-                raise
-        return list(names)
-
     # --- V2 ---------------------------------------------------------------------------------------
 
     def predict(self, inputs: Tensors) -> Tensors:
@@ -468,41 +341,3 @@ class SeldonModel(Model):
                 raise InvalidInput(fields[1]) from exc
             raise
         return {payload.OUTPUT: payload.as_output(body)}
-
-
-def http_status(answer: Any) -> int:
-    """The HTTP status of a predict answer: its ``status.code`` when it has one (seldon-core sets it
-    on every ``/predict`` answer, raw, legacy or passed through), else 200."""
-    status = answer.get("status") if isinstance(answer, dict) else None
-    code = status.get("code") if isinstance(status, dict) else None
-    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
-        return code
-    return 200
-
-
-def as_proto_json(document: Any, message: Message) -> dict[str, Any]:
-    """``document`` as it comes back from protobuf: numbers become doubles, empty fields vanish."""
-    return json_format.MessageToDict(_parse_proto(document, message))  # type: ignore[no-any-return]
-
-
-def _parse_proto(document: Any, message: Message) -> Message:
-    try:
-        return json_format.ParseDict(document, message)
-    except (json_format.ParseError, TypeError, AttributeError, ValueError) as exc:
-        raise SeldonError(f"Invalid JSON: {exc}") from None
-
-
-def _plain(value: Any) -> Any:
-    """A protobuf message returned by user code as JSON values; anything else as it is."""
-    if isinstance(value, Message):
-        return json_format.MessageToDict(value)
-    return value
-
-
-def _puid(message: Any) -> Any:
-    meta = message.get("meta") if isinstance(message, dict) else None
-    return meta.get("puid") if isinstance(meta, dict) else None
-
-
-def _called(function: Callable[[], Any]) -> Any:
-    return function()

@@ -15,7 +15,8 @@ from starlette.types import Receive, Scope
 from inferd.core.dataplane import DataPlane, ModelCall
 from inferd.core.errors import ModelNotReady
 from inferd.dialects.seldon import metrics, openapi
-from inferd.dialects.seldon.component import SeldonModel, environment_flag, http_status
+from inferd.dialects.seldon.component import SeldonModel, environment_flag
+from inferd.dialects.seldon.replies import http_status
 from inferd.protocols import asgi, prometheus
 from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
 from inferd.protocols.forms import UploadLimits
