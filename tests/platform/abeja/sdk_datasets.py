@@ -52,6 +52,9 @@ def main(dataset_id: str) -> dict[str, Any]:
         seen["deleted_item_read"] = "found"
     except NotFound as missing:
         seen["deleted_item_read"] = [missing.status_code, missing.error]
+    other = client.datasets.create("made-by-sdk", "detection", {"categories": []})
+    seen["sdk_dataset"] = [other.name, other.type, other.organization_id]
+    seen["sdk_deleted"] = client.datasets.delete(other.dataset_id).dataset_id == other.dataset_id
     try:
         client.get_dataset("1999999999999")
         seen["unknown_dataset"] = "found"

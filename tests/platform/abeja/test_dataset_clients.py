@@ -130,6 +130,7 @@ def test_abeja_dataset_commands_and_the_sdk(
         assert read["deleted"] == read["made"]["id"]
         assert read["deleted_item_read"] == [404, "not_found"]
         assert read["unknown_dataset"] == [404, "not_found"]
+        assert read["sdk_dataset"] == ["made-by-sdk", "detection", "2345678901234"] and read["sdk_deleted"]
 
         deleted = dataset_json(abeja, "delete-dataset", "-d", dataset)
         assert deleted["dataset_id"] == dataset
