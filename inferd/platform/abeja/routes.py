@@ -6,7 +6,8 @@ to. Any organization id is accepted and echoed: one control process is one organ
 A version arrives in two calls, as on ABEJA: ``POST .../versions`` answers the version's id and a
 presigned ``upload_url`` (kept pending in memory, nothing stored), and the ``PUT`` of the archive to it
 stores the bundle and the version under that id. Runs and triggers are `AbejaRuns`'; the DataLake's
-channels (under the organization) and files (under ``/channels``) are `DatalakeChannels`'.
+channels (under the organization) and files (under ``/channels``) are `DatalakeChannels`'; datasets
+and their items `DatasetsAPI`'s.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from inferd.platform.abeja.bodies import (
 from inferd.platform.abeja.channel_folders import ChannelFolders
 from inferd.platform.abeja.channel_index import ChannelIndex
 from inferd.platform.abeja.channels import DatalakeChannels
+from inferd.platform.abeja.datasets import DatasetsAPI, dataset_routes
+from inferd.platform.abeja.datasets_store import DatasetStore
 from inferd.platform.abeja.extras import Extras, ServiceExtras, VersionExtras
 from inferd.platform.abeja.forward import Forwarder
 from inferd.platform.abeja.presign import LIFETIME_SECONDS, Presigner
@@ -486,4 +489,5 @@ def abeja_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRou
     api = AbejaAPI(platform, settings)
     folders = ChannelFolders(datalake.root)
     channels = DatalakeChannels(folders, ChannelIndex(platform.store.path), api.presigner, api.max_upload)
-    return routes(api, AbejaRuns(platform, datalake, api.extras), channels)
+    datasets = dataset_routes(DatasetsAPI(DatasetStore(platform.store.path)), PREFIX, abeja_errors)
+    return routes(api, AbejaRuns(platform, datalake, api.extras), channels) + datasets

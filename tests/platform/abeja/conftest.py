@@ -56,6 +56,45 @@ def abeja_cli() -> Path:
     return command
 
 
+ABEJA_SDK = "abeja-sdk==2.3.6"
+#: abeja-sdk 2.3.6 takes any protobuf, and protobuf 6 no longer reads the modules it generated.
+SDK_PINS = (ABEJA_SDK, "protobuf<6")
+SDK_VENV = ROOT / ".cache" / "abeja-sdk-venv"
+
+
+@pytest.fixture(scope="session")
+def abeja_sdk() -> Path:
+    """The Python of a venv holding the published SDK (``abeja.datasets``, ``abeja.datalake``...),
+    installed from the package index as users install it (once; kept under .cache/, which git
+    ignores): its pins are not inferd's, so its scripts run there, against a control process."""
+    python = SDK_VENV / "bin" / "python"
+    SDK_VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(SDK_VENV.parent / "abeja-sdk-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.exists() and _sdk_works(python):
+            return python
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(SDK_VENV)], check=True, timeout=300)
+        installed = subprocess.run(
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", *SDK_PINS],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if installed.returncode != 0:
+            said = installed.stdout + installed.stderr
+            if UNREACHABLE.search(said) or "No matching distribution found for abeja-sdk" in said:
+                pytest.skip(f"pip cannot reach a package index to install {ABEJA_SDK}: {said[-500:]}")
+            raise AssertionError(f"pip install {ABEJA_SDK} failed:\n{said}")
+    assert _sdk_works(python)
+    return python
+
+
+def _sdk_works(python: Path) -> bool:
+    asked = "import abeja.datasets, abeja.version; print(abeja.version.VERSION)"
+    found = subprocess.run([str(python), "-I", "-c", asked], capture_output=True, text=True, timeout=120)
+    return found.returncode == 0 and found.stdout.strip() == "2.3.6"
+
+
 def _works(command: Path) -> bool:
     found = subprocess.run([str(command), "--version"], capture_output=True, text=True, timeout=120)
     return found.returncode == 0 and "2.2.8" in found.stdout
