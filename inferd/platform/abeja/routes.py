@@ -41,6 +41,7 @@ from inferd.platform.abeja.extras import Extras, ServiceExtras, VersionExtras
 from inferd.platform.abeja.forward import Forwarder
 from inferd.platform.abeja.presign import LIFETIME_SECONDS, Presigner
 from inferd.platform.abeja.runs import AbejaRuns, Datalake
+from inferd.platform.abeja.training_table import training_routes
 from inferd.platform.datapath import GatewayPath
 from inferd.platform.manager import Platform
 from inferd.platform.records import Deployment, Endpoint, Service, new_id, of_deployment
@@ -486,4 +487,5 @@ def abeja_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRou
     api = AbejaAPI(platform, settings)
     folders = ChannelFolders(datalake.root)
     channels = DatalakeChannels(folders, ChannelIndex(platform.store.path), api.presigner, api.max_upload)
-    return routes(api, AbejaRuns(platform, datalake, api.extras), channels)
+    training = training_routes(platform, settings, api.presigner, abeja_errors, PREFIX)
+    return routes(api, AbejaRuns(platform, datalake, api.extras), channels) + training
