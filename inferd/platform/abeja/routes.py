@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any
@@ -53,6 +53,7 @@ from inferd.server.limits import BodyLimit, Sized, SizedControlRoute
 
 PREFIX = "/organizations/{organization}"
 Handler = Callable[[Request], Awaitable[Response]]
+ModelsEnvironment = Callable[[Mapping[str, str] | None], dict[str, str]]
 #: How many of a service's last log lines ``describe-service-logs`` answers.
 LOG_LINES = 1000
 _CHUNK = 1 << 20
@@ -98,6 +99,9 @@ class AbejaAPI:
         self.max_upload = settings.max_bundle_size
         self.max_inference_body = settings.max_body_size
         self.pending: dict[str, Pending] = {}
+        #: ``models`` (``-m``) → the environment that gives a service its training model
+        #: (`inferd.platform.abeja.training_models`); none until training is set up.
+        self.training_models: ModelsEnvironment = lambda models: {}
 
     # ---- lookups ----
 
@@ -287,6 +291,7 @@ class AbejaAPI:
             "SERVICE_TYPE": "HTTP",
             "ABEJA_ORGANIZATION_ID": request.path_params["organization"],
             **body.environment,
+            **await asyncio.to_thread(self.training_models, body.models),
         }
         service = await self.platform.create_service(
             deployment.id, version.id, 1, environment, scaling=body.scaling()
@@ -487,5 +492,7 @@ def abeja_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRou
     api = AbejaAPI(platform, settings)
     folders = ChannelFolders(datalake.root)
     channels = DatalakeChannels(folders, ChannelIndex(platform.store.path), api.presigner, api.max_upload)
-    training = training_routes(platform, settings, api.presigner, abeja_errors, PREFIX)
-    return routes(api, AbejaRuns(platform, datalake, api.extras), channels) + training
+    training, models = training_routes(platform, settings, api.presigner, abeja_errors, PREFIX)
+    runs = AbejaRuns(platform, datalake, api.extras)
+    api.training_models = runs.training_models = models
+    return routes(api, runs, channels) + training

@@ -1,5 +1,6 @@
 """ABEJA training's records: job definitions, their numbered versions (an archive of the project, a
-handler, an image, an environment, datasets) and their jobs (status, times, reason, statistics).
+handler, an image, an environment, datasets), their jobs (status, times, reason, statistics) and
+their training models (an archive, what a service's ``ABEJA_TRAINING_RESULT_DIR`` is made of).
 
 Kept in a SQLite file of their own beside the platform's (``DATA_DIR/platform/abeja-training.sqlite``):
 nothing of it is a deployment, version or service of `inferd.platform.store`, so it needs none of that
@@ -43,6 +44,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     export_log INTEGER NOT NULL, archived INTEGER NOT NULL, statistics TEXT, history TEXT NOT NULL,
     created_at TEXT NOT NULL, modified_at TEXT NOT NULL, start_time TEXT, completion_time TEXT,
     api_url TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS models (
+    id TEXT PRIMARY KEY, definition_id TEXT NOT NULL REFERENCES definitions(id) ON DELETE CASCADE,
+    training_job_id TEXT, description TEXT NOT NULL, user_parameters TEXT NOT NULL, digest TEXT NOT NULL,
+    archived INTEGER NOT NULL, created_at TEXT NOT NULL, modified_at TEXT NOT NULL);
 """
 
 
@@ -99,6 +104,19 @@ class TrainingJob:
     history: list[dict[str, Any]] = field(default_factory=list)
     #: Where its SDK calls the platform back (``ABEJA_API_URL``): the URL its creator reached.
     api_url: str = ""
+
+
+@dataclass(frozen=True)
+class TrainingModel:
+    id: str
+    definition_id: str
+    training_job_id: str | None
+    description: str
+    user_parameters: dict[str, str]
+    digest: str
+    archived: bool
+    created_at: datetime
+    modified_at: datetime
 
 
 class TrainingStore:
@@ -233,7 +251,11 @@ class TrainingStore:
         self._run("DELETE FROM versions WHERE definition_id = ? AND number = ?", definition_id, number)
 
     def names_bundle(self, digest: str) -> bool:
-        return self._one("SELECT 1 FROM versions WHERE digest = ? LIMIT 1", digest) is not None
+        named = self._one("SELECT 1 FROM versions WHERE digest = ? LIMIT 1", digest)
+        return (
+            named is not None
+            or self._one("SELECT 1 FROM models WHERE digest = ? LIMIT 1", digest) is not None
+        )
 
     # ---- jobs ----
 
@@ -323,6 +345,58 @@ class TrainingStore:
                 (json.dumps(statistics), json.dumps(history), now().isoformat(), job_id),
             )
 
+    # ---- training models ----
+
+    def add_model(
+        self,
+        definition_id: str,
+        training_job_id: str | None,
+        description: str,
+        user_parameters: dict[str, str],
+        digest: str,
+    ) -> TrainingModel:
+        moment = now().isoformat()
+        for _ in range(20):
+            model_id = _new_id()
+            try:
+                self._run(
+                    "INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)",
+                    model_id,
+                    definition_id,
+                    training_job_id,
+                    description,
+                    json.dumps(user_parameters, sort_keys=True),
+                    digest,
+                    moment,
+                    moment,
+                )
+            except sqlite3.IntegrityError:
+                continue
+            return self.model(model_id)
+        raise Conflict("no free training model id was found; try again")
+
+    def model(self, model_id: str) -> TrainingModel:
+        row = self._one(f"{_MODEL} WHERE id = ?", model_id)
+        if row is None:
+            raise NotFound(f"training model {model_id!r} does not exist")
+        return _model(row)
+
+    def models(self, definition_id: str) -> list[TrainingModel]:
+        return [
+            _model(r)
+            for r in self._all(f"{_MODEL} WHERE definition_id = ? ORDER BY created_at", definition_id)
+        ]
+
+    def update_model(self, model: TrainingModel) -> TrainingModel:
+        self._run(
+            "UPDATE models SET description = ?, archived = ?, modified_at = ? WHERE id = ?",
+            model.description,
+            int(model.archived),
+            now().isoformat(),
+            model.id,
+        )
+        return self.model(model.id)
+
     # ---- inside ----
 
     def _run(self, statement: str, *values: object) -> None:
@@ -348,6 +422,18 @@ _JOB = (
     "export_log, archived, statistics, created_at, modified_at, start_time, completion_time, api_url "
     "FROM jobs"
 )
+
+
+_MODEL = (
+    "SELECT id, definition_id, training_job_id, description, user_parameters, digest, archived, created_at, "
+    "modified_at FROM models"
+)
+
+
+def _model(r: tuple[Any, ...]) -> TrainingModel:
+    return TrainingModel(
+        r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], bool(r[6]), _stamp(r[7]), _stamp(r[8])
+    )
 
 
 def _stamp(text: str) -> datetime:

@@ -1,12 +1,12 @@
 """The routes of ABEJA training (``/organizations/{o}/training/definitions...``) and what they run
-over: the training records (`TrainingStore`, its own SQLite file), the versions' bundles (an
+over: the training records and models (`TrainingStore`, its own SQLite file), the versions' bundles (an
 `ArtifactStore` of training's own, with the platform's archive caps) and the jobs (`TrainingJobs`,
 one of the platform's companions: counted in its process budget, detached with it). Built once per
 control process by `training_routes`, which also restores the jobs a previous one left."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,6 +17,7 @@ from inferd.platform.abeja.presign import Presigner
 from inferd.platform.abeja.training import TrainingAPI
 from inferd.platform.abeja.training_job_routes import TrainingJobRoutes
 from inferd.platform.abeja.training_jobs import JobSettings, TrainingJobs
+from inferd.platform.abeja.training_models import TrainingModels
 from inferd.platform.abeja.training_store import TrainingStore
 from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.manager import Platform
@@ -30,7 +31,9 @@ Wrap = Callable[[Handler], Handler]
 
 def training_routes(
     platform: Platform, settings: PlatformSettings, presigner: Presigner, wrap: Wrap, prefix: str
-) -> list[BaseRoute]:
+) -> tuple[list[BaseRoute], Callable[[Mapping[str, str] | None], dict[str, str]]]:
+    """The routes, and what gives a service or run given ``models`` its training model
+    (`TrainingModels.environment`)."""
     root = (settings.data_dir / "platform").resolve() / "abeja-training"
     store = TrainingStore(root / "training.sqlite")
     artifacts = ArtifactStore(
@@ -47,8 +50,10 @@ def training_routes(
     platform.companions.append(jobs)
     jobs.restore()
     api = TrainingAPI(store, artifacts)
-    job_routes = TrainingJobRoutes(api, jobs, presigner)
     d = "/training/definitions/{definition}"
+    job_routes = TrainingJobRoutes(api, jobs, presigner)
+    models = TrainingModels(api, artifacts, root, presigner)
+    m = f"{d}/models/{{model}}"
     v, j = f"{d}/versions/{{version}}", f"{d}/jobs/{{job}}"
     table: list[tuple[str, str, Handler]] = [
         ("/training/definitions", "GET", api.definitions),
@@ -75,15 +80,21 @@ def training_routes(
         (f"{j}/statistics", "POST", job_routes.report_statistics),
         (f"{j}/result", "GET", job_routes.result),
         (f"{j}/result.zip", "GET", job_routes.result_file),
+        (f"{d}/models", "GET", models.list_models),
+        (m, "GET", models.model),
+        (m, "PATCH", models.update),
+        (f"{m}/download", "GET", models.download),
+        (f"{m}/model.zip", "GET", models.file),
+        (f"{m}/archive", "POST", models.archive),
+        (f"{m}/unarchive", "POST", models.unarchive),
     ]
     upload = BodyLimit(settings.max_bundle_size, "INFERD_MAX_BUNDLE_SIZE")
     built: list[BaseRoute] = [
-        SizedControlRoute(
-            prefix + f"{d}/versions", wrap(api.create_version), methods=["POST"], body_limit=upload
-        )
+        SizedControlRoute(prefix + path, wrap(handler), methods=["POST"], body_limit=upload)
+        for path, handler in ((f"{d}/versions", api.create_version), (f"{d}/models", models.create))
     ]
     built += [
         (Route if method == "GET" else ControlRoute)(prefix + path, wrap(handler), methods=[method])
         for path, method, handler in table
     ]
-    return built
+    return built, models.environment

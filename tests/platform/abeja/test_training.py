@@ -296,3 +296,134 @@ def test_restart_fails_jobs_whose_process_is_gone(abeja_cli: Path, tmp_path: Pat
         failed = _job(abeja, left)
         assert failed["status"] == "Failed" and failed["status_message"] == "control process restarted"
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+
+PREDICT = textwrap.dedent("""
+    import json
+    import os
+    from pathlib import Path
+
+    TRAINED = json.loads((Path(os.environ["ABEJA_TRAINING_RESULT_DIR"]) / "model.json").read_text())
+
+
+    def handler(request, context):
+        return {
+            "status_code": 200,
+            "content_type": "application/json",
+            "content": {"trained_by": TRAINED["environment"]["TRAINING_JOB_ID"]},
+        }
+""")
+
+
+def test_training_models_served_with_m(abeja_cli: Path, tmp_path: Path) -> None:
+    """A job's result made a training model (create-, describe-, update-, download-, archive-,
+    unarchive-training-model), then given to a service and a run with ``-m``: their handler reads
+    it from ABEJA_TRAINING_RESULT_DIR when imported."""
+    project, predictor, home = tmp_path / "project", tmp_path / "predictor", tmp_path / "home"
+    for folder in (project, predictor, home):
+        folder.mkdir()
+    (project / "train.py").write_text(TRAIN)
+    (predictor / "main.py").write_text(PREDICT)
+    with control(tmp_path / "data") as running, Abeja(abeja_cli, running, home) as abeja:
+        definition_id = _training(abeja, "create-job-definition", "-n", "trainer")["job_definition_id"]
+        _training(abeja, "create-version", "-j", "trainer", "-h", "train:handler", "-i", "x:1", cwd=project)
+        job_id = _create_job(abeja, "1", "-e", "MODE:ok")
+        assert _wait(abeja, job_id, ("Complete", "Failed"))["status"] == "Complete"
+        abeja.run(
+            "download-training-result", "-jd", definition_id, "-j", job_id, cwd=tmp_path, group="training"
+        )
+        result = tmp_path / f"{definition_id}_{job_id}_result.zip"
+
+        model = _training(
+            abeja, "create-training-model", "-j", "trainer", "-f", str(result), "-d", "baseline"
+        )
+        model_id = model["training_model_id"]
+        assert model["description"] == "baseline" and model["job_definition_id"] == definition_id
+        listed = _training(abeja, "describe-training-models", "-j", "trainer")["entries"]
+        assert [m["training_model_id"] for m in listed] == [model_id]
+        changed = _training(abeja, "update-training-model", "-j", "trainer", "-m", model_id, "-d", "better")
+        assert changed["description"] == "better"
+        uri = _training(abeja, "download-training-model", "-j", "trainer", "-m", model_id)["download_uri"]
+        assert httpx.get(uri, timeout=30).content == result.read_bytes()  # presigned: no credentials
+        _training(abeja, "archive-training-model", "-j", "trainer", "-m", model_id)
+        assert _training(abeja, "describe-training-models", "-j", "trainer")["entries"] == []
+        _training(abeja, "unarchive-training-model", "-j", "trainer", "-m", model_id)
+        _bad_model(running)
+
+        dep = _model(abeja, "create-deployment", "-n", "predictor")["deployment_id"]
+        ver = _model(
+            abeja,
+            "create-deployment-version",
+            "-d",
+            dep,
+            "-v",
+            "0.0.1",
+            "-i",
+            "x:1",
+            "-h",
+            "main:handler",
+            cwd=predictor,
+        )["version_id"]
+        svc = _model(abeja, "create-service", "-d", dep, "-v", ver, "-m", model_id)["service_id"]
+        deadline = time.monotonic() + 60
+        while (status := _model(abeja, "describe-services", "-d", dep, "-s", svc)["status"]) != "READY":
+            assert status == "IN_PROGRESS" and time.monotonic() < deadline, status
+            time.sleep(0.3)
+        answer = running.call("POST", f"/deployments/{dep}/services/{svc}", json={})
+        assert answer.status_code == 200 and answer.json() == {"trained_by": job_id}, answer.text
+
+        channel = running.data / "platform" / "datalake" / "1230000000000"
+        channel.mkdir(parents=True)
+        (channel / "in.json").write_text("{}")
+        run = _model(
+            abeja,
+            "submit-run",
+            "-d",
+            dep,
+            "-v",
+            ver,
+            "-m",
+            model_id,
+            "--input_operator",
+            "$datalake:1",
+            "--input_target",
+            "1230000000000/in.json",
+            "--output_operator",
+            "$datalake:1",
+            "--output_target",
+            "1240000000000",
+        )
+        deadline = time.monotonic() + 60
+        while (
+            state := _model(abeja, "describe-runs", "-d", dep, "-r", run["run_id"])["status"]
+        ) != "SUCCEEDED":
+            assert state in ("PENDING", "RUNNING") and time.monotonic() < deadline, state
+            time.sleep(0.3)
+        written = running.data / "platform" / "datalake" / "1240000000000" / "in.json"
+        assert json.loads(written.read_text()) == {"trained_by": job_id}
+
+        unknown = running.call(
+            "POST", f"{ORG}/deployments/{dep}/services", json={"version_id": ver, "models": {"alias": "1"}}
+        )
+        assert unknown.status_code == 404 and unknown.json()["error"] == "not_found"
+        _model(abeja, "delete-service", "-d", dep, "-s", svc)
+
+
+def _model(abeja: Abeja, *args: str, cwd: Path | None = None) -> Any:
+    return json.loads(COLOURS.sub("", abeja.run(*args, cwd=cwd).stdout))
+
+
+def _bad_model(running: Control) -> None:
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../../escape.txt", "x")
+    files = {
+        "model_data": ("model.zip", evil.getvalue(), "application/zip"),
+        "parameters": ("params.json", b"{}", "application/json"),
+    }
+    answer = running.call("POST", f"{ORG}/training/definitions/trainer/models", files=files)
+    assert answer.status_code == 400 and "escape.txt" in answer.json()["error_description"], answer.text
+    files["parameters"] = ("params.json", b'{"training_job_id": "1234567890123"}', "application/json")
+    answer = running.call("POST", f"{ORG}/training/definitions/trainer/models", files=files)
+    assert answer.status_code == 404
+    assert not list((running.data / "platform" / "abeja-training").rglob("escape.txt"))
