@@ -427,3 +427,33 @@ def _bad_model(running: Control) -> None:
     answer = running.call("POST", f"{ORG}/training/definitions/trainer/models", files=files)
     assert answer.status_code == 404
     assert not list((running.data / "platform" / "abeja-training").rglob("escape.txt"))
+
+
+def test_jobs_count_in_the_process_budget(tmp_path: Path) -> None:
+    """A job is one process of INFERD_MAX_PROCESSES: one past it is refused (409, naming the
+    setting) and nothing is recorded; the running one is counted until it is stopped."""
+    source = io.BytesIO()
+    with tarfile.open(fileobj=source, mode="w:gz") as tar:
+        body = b"import time\n\ndef handler(context):\n    time.sleep(60)\n"
+        member = tarfile.TarInfo("train.py")
+        member.size = len(body)
+        tar.addfile(member, io.BytesIO(body))
+    with control(tmp_path / "data", INFERD_MAX_PROCESSES="1") as running:
+        base = f"{ORG}/training/definitions"
+        assert running.call("POST", base, json={"name": "budget"}).status_code == 200
+        files = {
+            "source_code": ("archive.tar.gz", source.getvalue(), "application/tar+gzip"),
+            "parameters": ("params.json", b"{}", "application/json"),
+        }
+        assert running.call("POST", f"{base}/budget/versions", files=files).status_code == 200
+        first = running.call("POST", f"{base}/budget/versions/1/jobs", json={})
+        assert first.status_code == 200, first.text
+        refused = running.call("POST", f"{base}/budget/versions/1/jobs", json={})
+        assert refused.status_code == 409 and "INFERD_MAX_PROCESSES" in refused.json()["error_description"]
+        assert running.call("GET", f"{base}/budget/jobs").json()["total"] == 1
+        job = first.json()["training_job_id"]
+        assert running.call("POST", f"{base}/budget/jobs/{job}/stop").json()["status"] == "Stopped"
+        assert running.call("POST", f"{base}/budget/versions/1/jobs", json={}).status_code == 200
+        bad = running.call("POST", f"{base}/budget/versions/1/jobs", json={"environment": {"1X": "y"}})
+        assert bad.status_code == 400 and "1X" in bad.json()["error_description"]
+        assert running.call("POST", f"{base}/budget/versions/x/jobs", json={}).status_code == 400
