@@ -29,7 +29,7 @@ class Context(dict):  # type: ignore[type-arg]
 
 def _context() -> Context:
     try:
-        datasets = json.loads(os.environ.get("TRAINING_JOB_DATASETS") or "{}")
+        datasets = json.loads(os.environ.get("TRAINING_JOB_DATASETS") or os.environ.get("DATASETS") or "{}")
     except ValueError:
         datasets = {}
     return Context(
@@ -41,33 +41,37 @@ def _context() -> Context:
     )
 
 
-def _failed(reason: str) -> int:
-    path = os.environ.get("INFERD_TRAINING_FAILURE_FILE")
-    if path:
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(reason[:2000])
-    return 1
-
-
-def main(handler: str) -> int:
+def run(handler: str) -> str | None:
+    """Import and call the handler (from the working folder); why it failed, or None. Its
+    traceback goes to stderr."""
     module_name, _, function_name = handler.partition(":")
-    sys.path.insert(0, os.getcwd())
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
         function = getattr(module, function_name or "handler")
     except BaseException as exc:  # the user's module: anything may come
         traceback.print_exc()
-        return _failed(f"cannot load handler {handler}: {type(exc).__name__}: {exc}")
+        return f"cannot load handler {handler}: {type(exc).__name__}: {exc}"
     try:
         function(_context())
     except SystemExit as exc:
-        if exc.code in (None, 0):
-            return 0
-        return _failed(f"the handler exited with {exc.code!r}")
+        return None if exc.code in (None, 0) else f"the handler exited with {exc.code!r}"
     except BaseException as exc:
         traceback.print_exc()
-        return _failed(f"the handler raised {type(exc).__name__}: {exc}")
-    return 0
+        return f"the handler raised {type(exc).__name__}: {exc}"
+    return None
+
+
+def main(handler: str) -> int:
+    reason = run(handler)
+    if reason is None:
+        return 0
+    path = os.environ.get("INFERD_TRAINING_FAILURE_FILE")
+    if path:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(reason[:2000])
+    return 1
 
 
 if __name__ == "__main__":

@@ -212,6 +212,7 @@ class TrainingJobs:
             "TRAINING_JOB_DEFINITION_VERSION": str(job.version),
             "TRAINING_JOB_ID": job.id,
             "TRAINING_JOB_DATASETS": json.dumps({**version.datasets, **job.datasets}, sort_keys=True),
+            "DATASETS": json.dumps({**version.datasets, **job.datasets}, sort_keys=True),
             "ABEJA_TRAINING_RESULT_DIR": str(result),
             "ABEJA_STORAGE_DIR_PATH": str(self.storage),
             "ABEJA_ORGANIZATION_ID": job.environment.get("ABEJA_ORGANIZATION_ID", "")
