@@ -13,6 +13,7 @@ removes a training version's bundle nor the other way round. Jobs are `TrainingJ
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -102,6 +103,10 @@ class TrainingAPI:
 
     def __init__(self, store: TrainingStore, artifacts: ArtifactStore) -> None:
         self.store, self.artifacts = store, artifacts
+        #: Removes the logs and results of deleted jobs (`TrainingJobs.forget`).
+        self.forget_jobs: Callable[[list[str]], None] = lambda job_ids: None
+        #: Removes the files of deleted training models (`TrainingModels.forget`).
+        self.forget_models: Callable[[list[str]], None] = lambda model_ids: None
 
     def definition(self, request: Request) -> Definition:
         return self.store.definition(request.path_params["definition"])
@@ -151,8 +156,13 @@ class TrainingAPI:
                 f"job definition {definition.name!r} has jobs that have not finished: stop them first"
             )
         digests = {v.digest for v in self.store.versions(definition.id)}
+        digests |= {m.digest for m in self.store.models(definition.id)}
+        jobs = [job.id for job in self.store.jobs(definition.id)]
+        models = [model.id for model in self.store.models(definition.id)]
         self.store.delete_definition(definition.id)
         self._discard(digests)
+        self.forget_jobs(jobs)
+        self.forget_models(models)
         return JSONResponse({"message": f"{definition.name} deleted"})
 
     async def archive_definition(self, request: Request) -> Response:

@@ -121,6 +121,14 @@ class TrainingJobs:
             await asyncio.wait_for(asyncio.shield(task), 30)
         return self.store.job(job.id)
 
+    def forget(self, job_ids: list[str]) -> None:
+        """The logs and results of jobs whose records were deleted (with their definition)."""
+        for job_id in job_ids:
+            self.result(job_id).unlink(missing_ok=True)
+            log = self.log(job_id)
+            for path in [log.path, *(log.backup(n) for n in range(1, log.backups + 1))]:
+                path.unlink(missing_ok=True)
+
     def log(self, job_id: str) -> ServiceLog:
         return ServiceLog(self.log_dir / f"{job_id}.log")
 
@@ -138,7 +146,7 @@ class TrainingJobs:
                 self._end_leftover(job.id)
                 self.log(job.id).note(f"{FAILED}: {RESTARTED}")
                 self._finish(job.id, FAILED, RESTARTED)
-            elif job.status == PENDING:
+            elif job.status == PENDING and _loop_runs():
                 self._start(job.id)
 
     def detach(self) -> None:
@@ -190,7 +198,7 @@ class TrainingJobs:
                 self._finish(job_id, status, reason)
 
     async def _execute(self, job: TrainingJob, work: Path, log: ServiceLog) -> tuple[str, str]:
-        definition = next(d for d in self.store.definitions() if d.id == job.definition_id)
+        definition = self.store.definition(job.definition_id)
         version = self.store.version(job.definition_id, job.version)
         await asyncio.to_thread(shutil.rmtree, work, True)
         source, result = work / "source", work / "result"
@@ -279,6 +287,14 @@ class TrainingJobs:
             return self.store.set_status(job_id, status, reason)
         except Exception:  # finished meanwhile, or deleted
             return self.store.job(job_id)
+
+
+def _loop_runs() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _organization(api_url: str) -> str:

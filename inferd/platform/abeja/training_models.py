@@ -171,6 +171,12 @@ class TrainingModels:
             raise NotFound(f"training model {model.id} has no file")
         return FileResponse(path, media_type="application/zip", filename=f"{model.id}.zip")
 
+    def forget(self, model_ids: list[str]) -> None:
+        """The zips of models whose records were deleted; their unpacked folders stay for the
+        services and runs that were given them."""
+        for model_id in model_ids:
+            (self.files / f"{model_id}.zip").unlink(missing_ok=True)
+
     # ---- services and runs given ``models`` ----
 
     def environment(self, models: Mapping[str, str] | None) -> dict[str, str]:

@@ -50,9 +50,11 @@ def training_routes(
     platform.companions.append(jobs)
     jobs.restore()
     api = TrainingAPI(store, artifacts)
+    api.forget_jobs = jobs.forget
     d = "/training/definitions/{definition}"
     job_routes = TrainingJobRoutes(api, jobs, presigner)
     models = TrainingModels(api, artifacts, root, presigner)
+    api.forget_models = models.forget
     m = f"{d}/models/{{model}}"
     v, j = f"{d}/versions/{{version}}", f"{d}/jobs/{{job}}"
     table: list[tuple[str, str, Handler]] = [

@@ -408,6 +408,14 @@ def test_training_models_served_with_m(abeja_cli: Path, tmp_path: Path) -> None:
         assert unknown.status_code == 404 and unknown.json()["error"] == "not_found"
         _model(abeja, "delete-service", "-d", dep, "-s", svc)
 
+        # a definition without unfinished jobs is deleted with its versions, jobs and models
+        training = running.data / "platform" / "abeja-training"
+        assert running.call("DELETE", f"{ORG}/training/definitions/trainer").status_code == 200
+        assert running.call("GET", f"{ORG}/training/definitions/trainer").status_code == 404
+        assert not list((training / "artifacts" / "sha256").iterdir())
+        assert not list((training / "models").iterdir()) and not list((training / "results").iterdir())
+        assert not list((training / "logs").iterdir())
+
 
 def _model(abeja: Abeja, *args: str, cwd: Path | None = None) -> Any:
     return json.loads(COLOURS.sub("", abeja.run(*args, cwd=cwd).stdout))
