@@ -83,7 +83,7 @@ def test_abeja_training_commands(abeja_cli: Path, abeja_sdk_python: Path, tmp_pa
     home.mkdir()
     settings = {
         "INFERD_ABEJA_TRAINING_MAX_JOBS": "1",
-        "INFERD_ABEJA_TRAINING_TIMEOUT": "6",
+        "INFERD_ABEJA_TRAINING_TIMEOUT": "10",
         "INFERD_ABEJA_TRAINING_PYTHONS": json.dumps({SDK_IMAGE: str(abeja_sdk_python)}),
     }
     with control(tmp_path / "data", **settings) as running, Abeja(abeja_cli, running, home) as abeja:
@@ -198,10 +198,10 @@ def test_abeja_training_commands(abeja_cli: Path, abeja_sdk_python: Path, tmp_pa
         assert _job(abeja, sleeping)["status"] == "Stopped"
         assert _wait(abeja, waiting, ("Complete", "Failed"))["status"] == "Complete"
 
-        # the time limit (INFERD_ABEJA_TRAINING_TIMEOUT=6): Failed
+        # the time limit (INFERD_ABEJA_TRAINING_TIMEOUT=10): Failed
         slow = _create_job(abeja, "1", "-e", "MODE:sleep")
         timed_out = _wait(abeja, slow, ("Complete", "Failed", "Stopped"), seconds=30)
-        assert timed_out["status"] == "Failed" and "timed out after 6 s" in timed_out["status_message"]
+        assert timed_out["status"] == "Failed" and "timed out after 10 s" in timed_out["status_message"]
 
         # statistics from inside the job, through ABEJA's SDK in its own venv (the version's image)
         counted = _create_job(abeja, "2", "-e", "MODE:stats")
