@@ -13,7 +13,18 @@ import pytest
 from tests.conftest import IRIS
 from tests.servers import ROOT, inferd_command, serve, with_this_tree
 
-COMMANDS = ["serve", "init", "predict", "train", "run-local", "run-local-server", "run", "models", "call"]
+COMMANDS = [
+    "serve",
+    "init",
+    "predict",
+    "train",
+    "run-local",
+    "run-local-server",
+    "run",
+    "train-local",
+    "models",
+]
+COMMANDS += ["call"]
 COMMANDS += ["build", "export", "export k8s"]
 
 

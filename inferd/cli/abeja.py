@@ -1,11 +1,13 @@
 """ABEJA's local tools, without Docker: ``inferd run-local``, ``run-local-server`` and ``run`` (a
-handler over input files), as ``abeja model run-local``/``run-local-server`` and a batch job run them."""
+handler over input files), as ``abeja model run-local``/``run-local-server`` and a batch job run them,
+and ``inferd train-local`` (a training handler), as ``abeja training train-local`` ran one."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -180,3 +182,54 @@ def _run_all(model: AbejaModel, calls: list[tuple[str, Call]], output: Path) -> 
                 )
             progress.advance(task)
     return failed
+
+
+def train_local(
+    handler: Annotated[
+        str, typer.Option("--handler", "-h", help="The training handler, file:function.")
+    ] = "train:handler",
+    environment: EnvironmentOption = None,
+    datasets: Annotated[
+        list[str] | None, typer.Option("--datasets", "--dataset", help="A dataset ALIAS:ID (repeatable).")
+    ] = None,
+    result: Annotated[
+        Path, typer.Option("--result", help="The folder given as ABEJA_TRAINING_RESULT_DIR.")
+    ] = Path("abejainc_training_result"),
+    name: Annotated[
+        str, typer.Option("--name", help="TRAINING_JOB_DEFINITION_NAME for the handler.")
+    ] = "local",
+    organization: OrganizationOption = None,
+) -> None:
+    """Run an ABEJA training handler(context) once in this process, from this folder, like
+    `abeja training train-local` without Docker: its environment, datasets and result folder."""
+    from inferd.dialects.abeja import local as abeja
+    from inferd.platform.abeja import training_entry
+
+    try:
+        variables = abeja.user_variables(environment or [])
+        chosen = abeja.user_variables(datasets or [])
+    except abeja.LocalRunError as exc:
+        fail(str(exc))
+    result = result.resolve()
+    result.mkdir(parents=True, exist_ok=True)
+    given = json.dumps(chosen, sort_keys=True)
+    defaults = {
+        "TRAINING_JOB_DEFINITION_NAME": name,
+        "TRAINING_JOB_DEFINITION_VERSION": "0",
+        "TRAINING_JOB_ID": "local",
+        "ABEJA_STORAGE_DIR_PATH": str(Path.home() / ".abeja" / ".cache"),
+        "PYTHONUNBUFFERED": "x",
+    }
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+    os.environ.update(
+        {"ABEJA_TRAINING_RESULT_DIR": str(result), "TRAINING_JOB_DATASETS": given, "DATASETS": given}
+    )
+    if organization:
+        os.environ["ABEJA_ORGANIZATION_ID"] = organization
+    os.environ.update(variables)
+    reason = training_entry.run(handler)
+    if reason is not None:
+        print(f"[error] {reason}", file=sys.stderr)
+        raise typer.Exit(1)
+    print(f"training result: {result}", flush=True)

@@ -17,6 +17,7 @@ room.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from inferd.core.errors import BudgetExceeded
 from inferd.platform.records import Service, ServiceState
@@ -41,6 +42,15 @@ def processes_of(service: Service, replicas: int | None = None) -> int:
     Ray service runs one ``inferd serve`` whatever its replicas (Ray Serve scales inside it)."""
     count = 1 if service.engine == "ray" else (service.replicas if replicas is None else replicas)
     return max(1, count) * per_replica(service.engine, service.workers, service.environment)
+
+
+class Companion(Protocol):
+    """Something beside the runs that runs processes for the control process (ABEJA training jobs):
+    its ``active()`` processes are counted, and it stops them on ``detach()``."""
+
+    def active(self) -> int: ...
+
+    def detach(self) -> None: ...
 
 
 class Budget:

@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from inferd.core.errors import Conflict, InvalidInput, NotFound
 from inferd.platform.artifacts import ArtifactStore, Bundle
-from inferd.platform.budget import Budget, per_replica
+from inferd.platform.budget import Budget, Companion, per_replica
 from inferd.platform.conditions import check_condition
 from inferd.platform.datapath import DataPath
 from inferd.platform.model_sources import check_model_source
@@ -91,7 +91,10 @@ class Platform:
         self._locks: dict[str, asyncio.Lock] = {}
         #: The processes its services and runs may take (`inferd.platform.budget`); the control
         #: process sets the limit from its settings.
-        self.budget = Budget(max(16, 4 * (os.cpu_count() or 1)), self.store.services, self.runs.active)
+        #: Other owners of processes (ABEJA training jobs): in the budget, detached with the runs.
+        self.companions: list[Companion] = []
+        running = lambda: self.runs.active() + sum(c.active() for c in self.companions)  # noqa: E731
+        self.budget = Budget(max(16, 4 * (os.cpu_count() or 1)), self.store.services, running)
         self.runs.admit = lambda: self.budget.check(1)
 
     # ---- deployments ----
@@ -377,6 +380,8 @@ class Platform:
         self.routing.close()
         self.runner.detach()
         self.runs.detach()
+        for companion in self.companions:
+            companion.detach()
 
     # ---- inside ----
 

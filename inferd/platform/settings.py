@@ -108,6 +108,20 @@ class PlatformSettings(ServerSettings):
     channel ``C`` is the folder ``C`` in it, its file ``F`` the file ``C/F``. Unset: ``platform/datalake``
     in ``data_dir``."""
 
+    abeja_training_max_jobs: int = Field(2, ge=1)
+    """ABEJA training jobs that run at once; the others wait ``Pending``. Each running job is one
+    process of ``max_processes``: a job past that budget is refused (409)."""
+
+    abeja_training_timeout: float = Field(24 * 3600.0, gt=0)
+    """Seconds an ABEJA training job may run (from ``Active``) before its process is ended and the job
+    marked ``Failed`` ("timed out")."""
+
+    abeja_training_pythons: dict[str, str] = Field(default_factory=dict)
+    """The Python that runs an ABEJA training job, by its version's ``image``: a JSON object such as
+    ``{"abeja-inc/all-cpu:19.10": "/opt/abeja-venv/bin/python"}`` (a venv with ``abeja-sdk`` and the
+    job's packages), ``"*"`` for every image not listed. Unset (or an image not listed and no
+    ``"*"``): the control process's own Python."""
+
     allowed_outside_targets: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Where a version's ``target`` may point besides its own bundle: folders of this machine
     (``/srv/shared-models/``), storage URI prefixes (``s3://bucket/models/``: a KServe

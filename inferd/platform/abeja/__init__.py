@@ -3,7 +3,8 @@ from ABEJA's published CLI (and its SDK) work against inferd when ``ABEJA_API_UR
 control API. See docs/platform-abeja.md."""
 
 from inferd.platform.abeja.credentials import AbejaCredentials
+from inferd.platform.abeja.family import abeja_routes
 from inferd.platform.abeja.presign import Presigner
-from inferd.platform.abeja.routes import abeja_routes, first_token
+from inferd.platform.abeja.routes import first_token
 
 __all__ = ["AbejaCredentials", "Presigner", "abeja_routes", "first_token"]

@@ -1,5 +1,5 @@
 """The JSON bodies ABEJA's CLI and SDK send, validated by pydantic. Fields inferd has no use for
-(``models``, ``record_channel_id``, ``min_instance_number``...) are accepted and ignored, as ABEJA's
+(``record_channel_id``, ``min_instance_number``...) are accepted and ignored, as ABEJA's
 clients send them; fields inferd uses are checked (environment names as ABEJA's CLI checks them)."""
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ class NewService(Body):
     #: ABEJA ignores it (its CLI says so: the minimum is ``instance_number``); so does inferd.
     min_instance_number: int | None = Field(None, ge=1, le=64)
     max_instance_number: int | None = Field(None, ge=1, le=64)
+    #: ``{alias: training model id}`` (``-m``): unpacked as its ``ABEJA_TRAINING_RESULT_DIR``.
+    models: dict[str, str] | None = None
 
     def scaling(self) -> Scaling:
         """``instance_number`` replicas; with autoscaling, up to ``max_instance_number`` (ABEJA's
@@ -100,6 +102,7 @@ class NewRun(Body):
     output_template: dict[str, str] | None = None
     environment: Environment | None = None
     retry_count: int = Field(0, ge=0, le=9)
+    models: dict[str, str] | None = None
 
     _check = field_validator("environment")(_optional_environment)
 
@@ -114,6 +117,7 @@ class NewTrigger(Body):
     output_service_id: str | None = None
     environment: Environment | None = None
     retry_count: int = Field(0, ge=0, le=9)
+    models: dict[str, str] | None = None
 
     _check = field_validator("environment")(_optional_environment)
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import BaseRoute, Route
 
 from inferd.core.errors import Conflict, InferdError, InvalidInput, NotFound, PayloadTooLarge
 from inferd.core.names import NAME_PATTERN, RULE
@@ -35,26 +34,19 @@ from inferd.platform.abeja.bodies import (
     NewVersion,
     parse,
 )
-from inferd.platform.abeja.channel_folders import ChannelFolders
-from inferd.platform.abeja.channel_index import ChannelIndex
-from inferd.platform.abeja.channels import DatalakeChannels
-from inferd.platform.abeja.datasets import DatasetsAPI, dataset_routes
-from inferd.platform.abeja.datasets_store import DatasetStore
 from inferd.platform.abeja.extras import Extras, ServiceExtras, VersionExtras
 from inferd.platform.abeja.forward import Forwarder
 from inferd.platform.abeja.presign import LIFETIME_SECONDS, Presigner
-from inferd.platform.abeja.runs import AbejaRuns, Datalake
 from inferd.platform.datapath import GatewayPath
 from inferd.platform.manager import Platform
 from inferd.platform.records import Deployment, Endpoint, Service, new_id, of_deployment
 from inferd.platform.records import Route as Weighted
 from inferd.platform.settings import PlatformSettings
-from inferd.protocols.control import ControlRoute
 from inferd.protocols.status import error_message, status_of
-from inferd.server.limits import BodyLimit, Sized, SizedControlRoute
 
 PREFIX = "/organizations/{organization}"
 Handler = Callable[[Request], Awaitable[Response]]
+ModelsEnvironment = Callable[[Mapping[str, str] | None], dict[str, str]]
 #: How many of a service's last log lines ``describe-service-logs`` answers.
 LOG_LINES = 1000
 _CHUNK = 1 << 20
@@ -100,6 +92,9 @@ class AbejaAPI:
         self.max_upload = settings.max_bundle_size
         self.max_inference_body = settings.max_body_size
         self.pending: dict[str, Pending] = {}
+        #: ``models`` (``-m``) → the environment that gives a service its training model
+        #: (`inferd.platform.abeja.training_models`); none until training is set up.
+        self.training_models: ModelsEnvironment = lambda models: {}
 
     # ---- lookups ----
 
@@ -289,6 +284,7 @@ class AbejaAPI:
             "SERVICE_TYPE": "HTTP",
             "ABEJA_ORGANIZATION_ID": request.path_params["organization"],
             **body.environment,
+            **await asyncio.to_thread(self.training_models, body.models),
         }
         service = await self.platform.create_service(
             deployment.id, version.id, 1, environment, scaling=body.scaling()
@@ -397,97 +393,3 @@ def _alias(deployment: Deployment, endpoint: Endpoint) -> str:
     """The custom alias of an endpoint named ``<deployment>.<alias>`` (one made by this API), else
     its name."""
     return endpoint.name.removeprefix(f"{deployment.name}.")
-
-
-DATA_METHODS = ["GET", "POST", "PUT"]
-ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-
-
-def routes(api: AbejaAPI, runs: AbejaRuns, channels: DatalakeChannels) -> list[BaseRoute]:
-    """The table: (path, methods, handler); a route whose methods change state is a `ControlRoute`."""
-    d = "/deployments/{deployment}"
-    r, t = f"{d}/runs/{{run}}", f"{d}/triggers/{{trigger}}"
-    c = "/channels/{channel}"
-    table: list[tuple[str, list[str], Handler]] = [
-        ("", ["GET"], api.organization),
-        ("/channels", ["GET"], channels.list_channels),
-        ("/channels", ["POST"], channels.create_channel),
-        (c, ["GET"], channels.channel),
-        (c, ["PATCH"], channels.update_channel),
-        (f"{c}/archive", ["POST"], channels.archive),
-        (f"{c}/unarchive", ["POST"], channels.unarchive),
-        ("/deployments", ["GET"], api.deployments),
-        ("/deployments", ["POST"], api.create_deployment),
-        (d, ["GET"], api.deployment_record),
-        (d, ["DELETE"], api.delete_deployment),
-        (f"{d}/versions", ["GET"], api.versions),
-        (f"{d}/versions", ["POST"], api.create_version),
-        (f"{d}/versions/{{version}}", ["GET"], api.version),
-        (f"{d}/versions/{{version}}", ["DELETE"], api.delete_version),
-        (f"{d}/versions/{{version}}/source", ["PUT"], api.upload),
-        (f"{d}/versions/{{version}}/download", ["GET"], api.download),
-        (f"{d}/versions/{{version}}/source.tar.gz", ["GET"], api.archive),
-        (f"{d}/services", ["GET"], api.services),
-        (f"{d}/services", ["POST"], api.create_service),
-        (f"{d}/services/{{service}}", ["GET"], api.service),
-        (f"{d}/services/{{service}}", ["DELETE"], api.delete_service),
-        (f"{d}/services/{{service}}/start", ["POST"], api.start_service),
-        (f"{d}/services/{{service}}/stop", ["POST"], api.stop_service),
-        (f"{d}/services/{{service}}/logs", ["GET"], api.service_logs),
-        (f"{d}/services/{{service}}/recentlogs", ["GET"], api.service_logs),
-        (f"{d}/endpoints", ["GET"], api.endpoints),
-        (f"{d}/endpoints", ["POST"], api.create_endpoint),
-        (f"{d}/endpoints/{{endpoint}}", ["GET"], api.endpoint),
-        (f"{d}/endpoints/{{endpoint}}", ["PATCH"], api.update_endpoint),
-        (f"{d}/endpoints/{{endpoint}}", ["DELETE"], api.delete_endpoint),
-        (f"{d}/runs", ["GET"], runs.list_runs),
-        (f"{d}/runs", ["POST"], runs.submit),
-        (r, ["GET"], runs.run),
-        (f"{r}/logs", ["GET"], runs.logs),
-        (f"{r}/recentlogs", ["GET"], runs.recent_logs),
-        (f"{d}/triggers", ["GET"], runs.list_triggers),
-        (f"{d}/triggers", ["POST"], runs.create_trigger),
-        (t, ["GET"], runs.trigger),
-        (t, ["DELETE"], runs.delete_trigger),
-        (f"{t}/runs", ["GET"], runs.trigger_runs),
-        (f"{d}/git", ALL_METHODS, api.not_built),
-        (f"{d}/git/{{rest:path}}", ALL_METHODS, api.not_built),
-    ]
-    # the DataLake's files, outside the organization as ABEJA has them
-    files: list[tuple[str, list[str], Handler]] = [
-        (c, ["GET"], channels.list_files),
-        (f"{c}/upload", ["POST"], channels.upload),
-        (f"{c}/{{file}}", ["GET"], channels.file),
-        (f"{c}/{{file}}", ["DELETE"], channels.delete_file),
-        (f"{c}/{{file}}/content", ["GET"], channels.content),
-        (f"{c}/{{file}}/metadata", ["PUT"], channels.put_metadata),
-    ]
-    upload = BodyLimit(api.max_upload, "INFERD_MAX_BUNDLE_SIZE")
-    built: list[BaseRoute] = [
-        SizedControlRoute(path, abeja_errors(handler), methods=methods, body_limit=upload)
-        if handler in (api.upload, channels.upload)
-        else (Route if methods == ["GET"] else ControlRoute)(path, abeja_errors(handler), methods=methods)
-        for path, methods, handler in [(PREFIX + path, m, h) for path, m, h in table] + files
-    ]
-    # the data path: inference, which changes nothing (a plain route, like the gateway's), with the
-    # gateway's body limit
-    inference = BodyLimit(api.max_inference_body, "INFERD_MAX_BODY_SIZE")
-    built += [
-        Sized(path, abeja_errors(handler), methods=DATA_METHODS, body_limit=inference)
-        for path, handler in (
-            ("/deployments/{deployment}", api.call_deployment),
-            ("/deployments/{deployment}/services/{service}", api.call_service),
-        )
-    ]
-    return built
-
-
-def abeja_routes(platform: Platform, settings: PlatformSettings) -> list[BaseRoute]:
-    """The family `inferd.platform.api.app.FAMILIES` serves."""
-    root = settings.data_dir / "platform"
-    datalake = Datalake(settings.abeja_datalake_dir or root / "datalake", root / "abeja-outputs")
-    api = AbejaAPI(platform, settings)
-    folders = ChannelFolders(datalake.root)
-    channels = DatalakeChannels(folders, ChannelIndex(platform.store.path), api.presigner, api.max_upload)
-    datasets = dataset_routes(DatasetsAPI(DatasetStore(platform.store.path)), PREFIX, abeja_errors)
-    return routes(api, AbejaRuns(platform, datalake, api.extras), channels) + datasets

@@ -11,7 +11,9 @@ Where ABEJA takes a channel or ``CHANNEL/FILE``, an absolute local path or a sto
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -84,9 +86,18 @@ class AbejaRuns:
     def __init__(self, platform: Platform, datalake: Datalake, extras: Extras) -> None:
         self.platform, self.store, self.runs = platform, platform.store, platform.runs
         self.datalake, self.extras = datalake, extras
+        #: ``models`` → ``ABEJA_TRAINING_RESULT_DIR`` (`inferd.platform.abeja.training_models`).
+        self.training_models: Callable[[Mapping[str, str] | None], dict[str, str]] = lambda models: {}
 
-    def _environment(self, deployment: Deployment, given: dict[str, str] | None) -> dict[str, str]:
-        return {**self.extras.default_environment(deployment.id), **(given or {})}
+    def _environment(
+        self, deployment: Deployment, given: dict[str, str] | None, models: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """…and, given ``models`` (``-m``), the training model's folder as ``ABEJA_TRAINING_RESULT_DIR``."""
+        return {
+            **self.extras.default_environment(deployment.id),
+            **(given or {}),
+            **self.training_models(models),
+        }
 
     # ---- runs ----
 
@@ -101,7 +112,7 @@ class AbejaRuns:
             output = self._operand("output_template", key, value)
         else:
             output = self.datalake.new_output()
-        environment = self._environment(deployment, body.environment)
+        environment = await asyncio.to_thread(self._environment, deployment, body.environment, body.models)
         run = await self.runs.submit(deployment.id, body.version_id, inputs, output, environment)
         return JSONResponse(self._run(run))
 
@@ -184,7 +195,7 @@ class AbejaRuns:
             body.version_id,
             watched,
             output,
-            parameters=self._environment(deployment, body.environment),
+            parameters=await asyncio.to_thread(self._environment, deployment, body.environment, body.models),
         )
         return JSONResponse(self._trigger(request, trigger))
 

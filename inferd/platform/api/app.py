@@ -14,6 +14,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from inferd.platform.abeja import AbejaCredentials, Presigner, abeja_routes
+from inferd.platform.abeja.job_tokens import JobTokens
 from inferd.platform.api.routes import ControlAPI, routes
 from inferd.platform.api.runs import run_routes
 from inferd.platform.console import console_login, console_routes
@@ -71,7 +72,9 @@ def create_control_app(platform: Platform, settings: PlatformSettings) -> Starle
     if control_tokens:
         tokens, token = Tokens(control_tokens), control_tokens[0]
         # ABEJA's clients send HTTP Basic, and their presigned uploads nothing: made into a bearer token
-        middleware.append(Middleware(AbejaCredentials, token=token, presigner=Presigner(token)))
+        # and training jobs their own tokens (`JobTokens`), taken for what each job may do
+        jobs = JobTokens((settings.data_dir / "platform").resolve())
+        middleware.append(Middleware(AbejaCredentials, token=token, presigner=Presigner(token), jobs=jobs))
         # the console's sign-in cookie is a credential too (its form and stylesheet need none)
         login = console_login(tokens)
         middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(()), login=login))

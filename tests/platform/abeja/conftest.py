@@ -159,3 +159,43 @@ def abeja_env(running: Control, home: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
         **({"SSL_CERT_FILE": os.environ["SSL_CERT_FILE"]} if "SSL_CERT_FILE" in os.environ else {}),
     }
+
+
+ABEJA_SDK = "abeja-sdk==2.3.6"
+SDK_VENV = ROOT / ".cache" / "abeja-sdk-venv"
+
+
+@pytest.fixture(scope="session")
+def abeja_sdk_python() -> Path:
+    """The Python of a venv holding ABEJA's SDK 2.3.6 from the package index, as users install it
+    (its protobuf<6 pin cannot live beside inferd's): what training jobs that call the SDK run under."""
+    python = SDK_VENV / "bin" / "python"
+    SDK_VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(SDK_VENV.parent / "abeja-sdk-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.exists() and _sdk_works(python):
+            return python
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(SDK_VENV)], check=True, timeout=300)
+        installed = subprocess.run(
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", ABEJA_SDK],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if installed.returncode != 0:
+            said = installed.stdout + installed.stderr
+            if UNREACHABLE.search(said):
+                pytest.skip(f"pip cannot reach a package index to install {ABEJA_SDK}: {said[-500:]}")
+            raise AssertionError(f"pip install {ABEJA_SDK} failed:\n{said}")
+    assert _sdk_works(python)
+    return python
+
+
+def _sdk_works(python: Path) -> bool:
+    found = subprocess.run(
+        [str(python), "-c", "import abeja.train, abeja.version; print(abeja.version.VERSION)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return found.returncode == 0 and "2.3.6" in found.stdout

@@ -1,0 +1,78 @@
+"""The process of one ABEJA training job: imports the version's handler (``file:function``, from the
+unpacked version, its working folder) and calls it with the job's context, as ABEJA's training
+runtime did. A handler that raises ends the process with status 1, its traceback in the job's log and
+its last line in the file ``INFERD_TRAINING_FAILURE_FILE`` names (the job's reason).
+
+Standard library only, and run by its path, not imported from inferd: it runs under the interpreter
+the version's image maps to (``INFERD_ABEJA_TRAINING_PYTHONS``), which need not have inferd.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+
+class Context(dict):  # type: ignore[type-arg]
+    """ABEJA's training context: ``context.datasets`` and ``context['datasets']`` alike."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _context() -> Context:
+    try:
+        datasets = json.loads(os.environ.get("TRAINING_JOB_DATASETS") or os.environ.get("DATASETS") or "{}")
+    except ValueError:
+        datasets = {}
+    return Context(
+        datasets=datasets if isinstance(datasets, dict) else {},
+        job_definition_name=os.environ.get("TRAINING_JOB_DEFINITION_NAME"),
+        training_job_id=os.environ.get("TRAINING_JOB_ID"),
+        organization_id=os.environ.get("ABEJA_ORGANIZATION_ID"),
+        training_result_dir=os.environ.get("ABEJA_TRAINING_RESULT_DIR"),
+    )
+
+
+def run(handler: str) -> str | None:
+    """Import and call the handler (from the working folder); why it failed, or None. Its
+    traceback goes to stderr."""
+    module_name, _, function_name = handler.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+        function = getattr(module, function_name or "handler")
+    except BaseException as exc:  # the user's module: anything may come
+        traceback.print_exc()
+        return f"cannot load handler {handler}: {type(exc).__name__}: {exc}"
+    try:
+        function(_context())
+    except SystemExit as exc:
+        return None if exc.code in (None, 0) else f"the handler exited with {exc.code!r}"
+    except BaseException as exc:
+        traceback.print_exc()
+        return f"the handler raised {type(exc).__name__}: {exc}"
+    return None
+
+
+def main(handler: str) -> int:
+    reason = run(handler)
+    if reason is None:
+        return 0
+    path = os.environ.get("INFERD_TRAINING_FAILURE_FILE")
+    if path:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(reason[:2000])
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
