@@ -15,7 +15,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from tests.dialects.runtimes.conftest import ROWS, write_sklearn
+from tests.dialects.runtimes.conftest import ROWS, mlserver, write_sklearn
 from tests.servers import ROOT, RunningServer, inferd_command, serve, with_this_tree
 
 TOKEN = "runtimes-test-token"
@@ -211,3 +211,14 @@ def test_an_unreadable_model_bst_names_what_was_tried(tmp_path: Path) -> None:
     result = inferd("serve", str(tmp_path / "model.bst"), "--port", "0", "--grpc-port", "0")
     assert result.returncode == 1, result.stderr
     assert "as XGBoost:" in result.stderr and "as LightGBM:" in result.stderr
+
+
+def test_an_mlserver_uri_leaving_its_model_folder_is_refused(tmp_path: Path) -> None:
+    """``parameters.uri`` is a target like any other: it must stay in the model folder."""
+    write_sklearn(tmp_path / "elsewhere")
+    folder = tmp_path / "models" / "iris"
+    folder.mkdir(parents=True)
+    mlserver(folder, "mlserver_sklearn.SKLearnModel", "../../elsewhere/model.joblib")
+    result = inferd("serve", f"--repository={tmp_path / 'models'}", "--port", "0", "--grpc-port", "0")
+    assert result.returncode == 1, result.stderr
+    assert "model 'iris'" in result.stderr and "model's folder" in " ".join(result.stderr.split())
