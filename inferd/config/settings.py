@@ -10,15 +10,30 @@ from inferd.dialects.abeja.settings import AbejaSettings
 from inferd.dialects.deepaas.settings import DeepaasSettings
 from inferd.dialects.graph.settings import GraphSettings
 from inferd.dialects.repository.settings import RepositorySettings
+from inferd.dialects.runtimes.settings import RuntimeSettings
 from inferd.dialects.seldon.settings import SeldonSettings
 
 #: The classes whose fields `Settings` gathers, in the order the reference lists them: the server's,
 #: then each dialect's own (native and Cortex models read only what every dialect reads).
-PARTS = (ServerSettings, SeldonSettings, GraphSettings, DeepaasSettings, AbejaSettings, RepositorySettings)
+PARTS = (
+    ServerSettings,
+    SeldonSettings,
+    GraphSettings,
+    DeepaasSettings,
+    AbejaSettings,
+    RepositorySettings,
+    RuntimeSettings,
+)
 
 
 class Settings(
-    ServerSettings, SeldonSettings, GraphSettings, DeepaasSettings, AbejaSettings, RepositorySettings
+    ServerSettings,
+    SeldonSettings,
+    GraphSettings,
+    DeepaasSettings,
+    AbejaSettings,
+    RepositorySettings,
+    RuntimeSettings,
 ):
     """The server's settings and every dialect's; a new dialect's settings class is added here."""
 

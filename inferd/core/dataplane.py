@@ -191,8 +191,9 @@ class DataPlane:
 
 
 def _check_inputs(metadata: ModelMetadata, request: InferenceRequest) -> None:
-    """Reject inputs the model did not declare, misses, and datatype or shape mismatches."""
-    if not metadata.inputs:
+    """Reject inputs the model did not declare, misses, and datatype or shape mismatches (none for a
+    model whose declared inputs are loose: it checks its inputs itself)."""
+    if not metadata.inputs or metadata.loose_inputs:
         return
     specs = metadata.input_specs
     for name, array in request.inputs.items():

@@ -23,7 +23,7 @@ from inferd.core.names import name_problem
 ORIGIN = re.compile(r"\*|https?://[^/?#\s]+/?", re.IGNORECASE)
 Engine = Literal["local", "ray"]
 PayloadLogMode = Literal["all", "request", "response"]
-Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph", "repository"]
+Dialect = Literal["auto", "native", "seldon", "deepaas", "cortex", "abeja", "graph", "runtimes", "repository"]
 #: Largest image (width x height) decoded for a handler by default: 4096 x 4096 (see ``max_image_pixels``).
 DEFAULT_MAX_IMAGE_PIXELS = 4096 * 4096
 #: gRPC's largest message (its lengths are signed 32-bit): what is sent when no limit is set.

@@ -78,6 +78,10 @@ class ModelMetadata:
     platform: str = "python"
     inputs: tuple[TensorSpec, ...] = ()
     outputs: tuple[TensorSpec, ...] = ()
+    #: Whether ``inputs`` describe what the model prefers rather than what it takes: the data plane
+    #: then holds no request to their names and datatypes, and the model checks what it is given
+    #: (as MLServer's runtimes do: any name, any numeric datatype, cast).
+    loose_inputs: bool = False
 
     @cached_property
     def input_specs(self) -> dict[str, TensorSpec]:

@@ -20,6 +20,8 @@ DIALECTS: dict[str, str] = {
     "graph": "inferd.dialects.graph.loader:dialect",
     "cortex": "inferd.dialects.cortex.loader:dialect",
     "abeja": "inferd.dialects.abeja.loader:dialect",
+    # A model file in a known format (model.joblib, model.onnx...), or a folder holding one.
+    "runtimes": "inferd.dialects.runtimes.loader:dialect",
     # Last: a folder is a repository only when no dialect serves it as a model or project of its own.
     "repository": "inferd.dialects.repository.loader:dialect",
 }
@@ -50,6 +52,8 @@ def detect(target: str) -> Dialect[Any]:
         "a module:Class, a directory with a model.py, a DEEPaaS model (module:Class with get_predict_args), "
         "a Seldon component class (MyModel or module:Class), "
         "a graph file (a SeldonDeployment or inferd's graph form), a cortex.yaml, an ABEJA module:handler, "
+        "a model file (model.joblib, model.pkl, model.pickle, model.bst, model.json, model.ubj, model.txt, "
+        "model.onnx) or a folder holding one, "
         "a model repository (a folder of model folders with inferd.yaml or model-settings.json); "
         "or pass --dialect"
     )

@@ -24,6 +24,7 @@ from inferd.core.types import ServerMetadata
 from inferd.dialects import get_dialect, resolve_dialect
 from inferd.dialects.base import Dialect, ServesMetrics, ServesRepository
 from inferd.protocols import cloudevents, prometheus
+from inferd.protocols.v1 import rest as v1_rest
 from inferd.protocols.v2 import rest as v2_rest
 from inferd.server import ui
 from inferd.server.auth import BearerAuth, Tokens, open_routes, tokens_of
@@ -99,6 +100,7 @@ def create_app(runtime: Runtime, lifespan: Lifespan[Starlette] | None = None) ->
     login = None if tokens is None else Login(tokens, (ui.PREFIX, "/") if at_root else (ui.PREFIX,))
     routes = [
         *v2_rest.routes(dataplane, settings.max_body_size),
+        *v1_rest.routes(dataplane),
         *prometheus.routes(),
         *(login_routes(login) if login is not None else ()),
         *ui.routes(describer, at_root=at_root),

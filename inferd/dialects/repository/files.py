@@ -20,6 +20,13 @@ SETTINGS_FILE = "inferd.yaml"
 MLSERVER_FILE = "model-settings.json"
 #: Keys of a settings file besides a dialect's settings fields.
 REPOSITORY_KEYS = frozenset({"dialect", "versions"})
+#: MLServer's runtimes that inferd's model-file runtimes serve (docs/runtimes.md): implementation →
+#: the format of the file ``parameters.uri`` names (the folder's well-known file when it names none).
+MLSERVER_RUNTIMES = {
+    "mlserver_sklearn.SKLearnModel": "sklearn",
+    "mlserver_xgboost.XGBoostModel": "xgboost",
+    "mlserver_lightgbm.LightGBMModel": "lightgbm",
+}
 #: MLServer's fields that have an inferd meaning; others (``platform``, ``inputs``...) are ignored.
 MLSERVER_MAPPED = frozenset({"name", "implementation", "parameters", "max_batch_size", "max_batch_time"})
 
@@ -46,8 +53,9 @@ def is_mlserver(config: Mapping[str, Any]) -> bool:
 
 
 def from_mlserver(document: Mapping[str, Any]) -> dict[str, Any]:
-    """MLServer's model settings as inferd keys; an MLServer runtime is a problem (inferd runs no
-    MLServer runtime: the folder must give inferd code, or a target inferd serves)."""
+    """MLServer's model settings as inferd keys: its scikit-learn, XGBoost and LightGBM runtimes are
+    inferd's model-file runtimes (`MLSERVER_RUNTIMES`); another MLServer runtime is a problem (the
+    folder must give inferd code, or a target inferd serves)."""
     found: dict[str, Any] = {}
     parameters = document.get("parameters") or {}
     if not isinstance(parameters, Mapping):
@@ -55,7 +63,10 @@ def from_mlserver(document: Mapping[str, Any]) -> dict[str, Any]:
     if document.get("name"):
         found["name"] = str(document["name"])
     implementation = document.get("implementation")
-    if implementation:
+    if implementation in MLSERVER_RUNTIMES:
+        found["dialect"], found["model_format"] = "runtimes", MLSERVER_RUNTIMES[str(implementation)]
+        found["target"] = str(parameters.get("uri") or ".")
+    elif implementation:
         found["target"] = implementation_target(str(implementation))
     elif parameters.get("uri"):
         found["target"] = str(parameters["uri"])
@@ -73,11 +84,12 @@ def from_mlserver(document: Mapping[str, Any]) -> dict[str, Any]:
 
 def implementation_target(implementation: str) -> str:
     """MLServer's dotted ``module.Class`` as inferd's ``module:Class`` (``file.py:Class`` and
-    ``module:Class`` as they are); MLServer's own runtimes are refused, saying what to give instead."""
+    ``module:Class`` as they are); MLServer's other runtimes are refused, saying what to give instead."""
     module = implementation.partition(":")[0]
     if module.split(".")[0].startswith("mlserver"):
         raise FolderProblem(
-            f"implementation {implementation!r} is an MLServer runtime, which inferd cannot run; give "
+            f"implementation {implementation!r} is an MLServer runtime inferd cannot run (it runs "
+            f"{', '.join(sorted(MLSERVER_RUNTIMES))} as its own runtimes, docs/runtimes.md); give "
             "inferd code instead (implementation: model.py:MyModel, a subclass of inferd.Model or a "
             "class of another dialect), or parameters.uri naming what inferd serves (a cortex.yaml, a "
             "model folder)"

@@ -9,6 +9,11 @@ with the estimator's ``predict_proba`` (by default), ``decision_function`` or, f
 ``predict``; no class names (Seldon names the columns ``t:0``, ``t:1``...); ``metadata.yaml`` of the
 folder as its metadata, when it has one.
 
+``XGBOOST_SERVER`` and ``LIGHTGBM_SERVER`` are `XGBoostServer` and `LightGBMServer`: the folder's
+``model.bst`` read as a Booster, ``predict`` answering what the Booster predicts, as Seldon's
+classes of those names do (``inferd serve`` of a model file answers class labels for XGBoost
+classifiers instead, as MLServer does: docs/runtimes.md).
+
 It is reached two ways: by a graph node (the graph dialect fetches the ``modelUri`` and names this
 class: `inferd.protocols.seldon.prepackaged`), and by ``inferd serve
 inferd.dialects.seldon.prepackaged.SKLearnServer --dialect seldon --parameters '[{"name":
@@ -34,6 +39,8 @@ from inferd.storage.locations import local_path
 logger = logging.getLogger("inferd.seldon")
 
 JOBLIB_FILE = "model.joblib"
+#: The file Seldon's XGBOOST_SERVER and LIGHTGBM_SERVER read from the model's folder.
+BOOSTER_FILE = "model.bst"
 METADATA_FILE = "metadata.yaml"
 
 
@@ -86,6 +93,58 @@ class SKLearnServer(Prepackaged):
         if self.method == "decision_function":
             return self.estimator.decision_function(X)
         return self.estimator.predict(X)
+
+
+class BoosterServer(Prepackaged):
+    """Seldon's XGBOOST_SERVER and LIGHTGBM_SERVER: a Booster saved as ``model.bst`` in the folder,
+    answering ``predict`` with what the Booster predicts (a classifier's probabilities), as Seldon's
+    ``XGBoostServer`` and ``LightGBMServer`` do."""
+
+    implementation = ""
+    library = ""
+
+    def load(self) -> None:
+        path = self.folder / BOOSTER_FILE
+        if not path.is_file():
+            raise ModelLoadError(f"{self.implementation}: no {BOOSTER_FILE} in {self.model_uri}")
+        try:
+            self.booster = self.read(path)
+        except ImportError:
+            raise ModelLoadError(
+                f"{self.implementation} needs {self.library}: pip install 'inferd[{self.library}]'"
+            ) from None
+
+    def read(self, path: Path) -> Any:
+        raise NotImplementedError
+
+    def predict(self, X: Any, names: Any, meta: Any = None) -> Any:
+        return self.booster.predict(X)
+
+
+class XGBoostServer(BoosterServer):
+    """Seldon's XGBOOST_SERVER."""
+
+    implementation, library = "XGBOOST_SERVER", "xgboost"
+
+    def read(self, path: Path) -> Any:
+        import xgboost
+
+        self.matrix = xgboost.DMatrix
+        return xgboost.Booster(model_file=str(path))
+
+    def predict(self, X: Any, names: Any, meta: Any = None) -> Any:
+        return self.booster.predict(self.matrix(X))
+
+
+class LightGBMServer(BoosterServer):
+    """Seldon's LIGHTGBM_SERVER."""
+
+    implementation, library = "LIGHTGBM_SERVER", "lightgbm"
+
+    def read(self, path: Path) -> Any:
+        import lightgbm
+
+        return lightgbm.Booster(model_file=str(path))
 
 
 def fetched(user_class: type, parameters: dict[str, Any], cache: ModelCache) -> dict[str, Any]:

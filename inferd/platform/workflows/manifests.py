@@ -7,13 +7,13 @@ file that holds that predictor alone (``<file>-<predictor>.yaml`` in the bundle)
 ``inferd serve`` does with a SeldonDeployment (its first predictor). Its nodes run what the graph
 dialect runs: a Seldon class named by a ``componentSpecs`` container's ``MODEL_NAME`` (or a node's
 ``target``) found in the file's folder, the built-in routers and combiners, remote nodes by
-``endpoint.service_host``, and Seldon's SKLEARN_SERVER (``implementation: SKLEARN_SERVER``), whose
-``modelUri`` is a folder inside the file's folder or in object storage (fetched by the service when it
-starts, as a ``storageUri`` below); the prepackaged servers inferd cannot run (XGBOOST_SERVER,
-TENSORFLOW_SERVER, MLFLOW_SERVER, TRITON_SERVER...) are refused before anything is pushed, naming the
-node and the implementation. ``traffic`` weights the predictors (one predictor
-without ``traffic`` takes 100); a predictor with ``shadow: true`` is the endpoint's shadow, mirroring
-every request, its answers dropped. ``replicas`` → the service's replicas (a fixed count).
+``endpoint.service_host``, and Seldon's SKLEARN_SERVER, XGBOOST_SERVER and LIGHTGBM_SERVER
+(``implementation: SKLEARN_SERVER``...), whose ``modelUri`` is a folder inside the file's folder or in
+object storage (fetched by the service when it starts, as a ``storageUri`` below); the prepackaged
+servers inferd cannot run (TENSORFLOW_SERVER, MLFLOW_SERVER, TRITON_SERVER...) are refused before
+anything is pushed, naming the node and the implementation. ``traffic`` weights the predictors (one
+predictor without ``traffic`` takes 100); a predictor with ``shadow: true`` is the endpoint's shadow,
+mirroring every request, its answers dropped. ``replicas`` → the service's replicas (a fixed count).
 
 **InferenceService** (``serving.kserve.io``): ``spec.predictor`` is one service, given as
 
@@ -23,7 +23,11 @@ every request, its answers dropped. ``replicas`` → the service's replicas (a f
   ``storageUri`` is what ``inferd serve`` serves (a project, a model folder with ``inferd.yaml``, a
   repository): a path inside the file's folder, or a URI in object storage (``s3://``, ``gs://``,
   ``https://``) that the service's ``inferd serve`` fetches into its model cache when it starts, with
-  the control process's credentials (nothing is fetched by ``inferd apply`` itself).
+  the control process's credentials (nothing is fetched by ``inferd apply`` itself). A model file
+  (``model.joblib``, ``model.bst``, ``model.onnx``...) is served by inferd's model-file runtimes,
+  and a format they serve (``modelFormat.name`` or the framework block: ``sklearn``, ``xgboost``,
+  ``lightgbm``, ``onnx``) is given to the service as ``INFERD_MODEL_FORMAT``. Every model answers
+  KServe's V1 protocol and V2, whatever ``protocolVersion`` says.
 
 ``minReplicas``/``maxReplicas`` → the service's replicas, scaled between them aiming at ``scaleTarget``
 requests in flight per replica (the concurrency metric). ``canaryTrafficPercent: N`` gives the new
@@ -49,6 +53,9 @@ PLACED_VARIABLES = frozenset({"INFERD_HOST", "INFERD_PORT", "INFERD_GRPC_PORT", 
 #: The folder ``inferd export k8s`` copies the project into.
 IMAGE_DIR = "/app/"
 FRAMEWORKS = ("sklearn", "onnx", "xgboost", "lightgbm", "tensorflow", "pytorch", "triton", "pmml", "paddle")
+#: Model formats whose files inferd's model-file runtimes serve (docs/runtimes.md): a predictor naming
+#: one (``model.modelFormat.name``, or its framework block) has its service told the format.
+RUNTIME_FORMATS = ("sklearn", "xgboost", "lightgbm", "onnx")
 
 
 def manifest_layout(path: Path) -> Layout:
@@ -224,7 +231,19 @@ def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]
             f"{path}: the predictor names no model: give model.storageUri (a path beside the file) "
             "or a container running inferd serve"
         )
-    return _located(path, uri, "storageUri"), {}
+    named = _model_format(predictor)
+    environment = {"INFERD_MODEL_FORMAT": named} if named in RUNTIME_FORMATS else {}
+    return _located(path, uri, "storageUri"), environment
+
+
+def _model_format(predictor: dict[str, Any]) -> str | None:
+    """The format the predictor names: ``model.modelFormat.name``, else its framework block's key."""
+    model = predictor.get("model")
+    if isinstance(model, dict):
+        found = model.get("modelFormat")
+        name = found.get("name") if isinstance(found, dict) else None
+        return str(name).lower() if name else None
+    return next((key for key in FRAMEWORKS if isinstance(predictor.get(key), dict)), None)
 
 
 def _located(path: Path, uri: str, what: str) -> str:

@@ -17,10 +17,11 @@ class Server(NamedTuple):
 
 RUNS = {
     "SKLEARN_SERVER": Server("inferd.dialects.seldon.prepackaged:SKLearnServer", "seldonio/sklearnserver"),
+    "XGBOOST_SERVER": Server("inferd.dialects.seldon.prepackaged:XGBoostServer", "seldonio/xgboostserver"),
+    "LIGHTGBM_SERVER": Server("inferd.dialects.seldon.prepackaged:LightGBMServer", "seldonio/lightgbmserver"),
 }
 #: Prepackaged servers inferd cannot run, and what to do instead.
 REFUSED = {
-    "XGBOOST_SERVER": "an XGBoost model (model.bst)",
     "TENSORFLOW_SERVER": "TensorFlow Serving",
     "MLFLOW_SERVER": "an MLflow model with its conda environment",
     "TRITON_SERVER": "a Triton model repository",

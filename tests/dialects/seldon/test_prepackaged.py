@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,3 +47,58 @@ def test_sklearn_server_without_its_model_fails_to_start(given: dict[str, str], 
         [*command, "--port", "0", "--grpc-port", "0"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 1 and problem in done.stderr, done.stderr
+
+
+def write_booster(library: str, folder: Path) -> Any:
+    """``folder/model.bst``: a Booster of ``library`` fitted on iris; returns the Booster."""
+    from sklearn.datasets import load_iris
+
+    features, labels = load_iris(return_X_y=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    if library == "xgboost":
+        import xgboost
+
+        with xgboost.config_context(verbosity=0):  # model.bst: it warns that it writes UBJSON
+            booster = xgboost.train(
+                {"objective": "multi:softprob", "num_class": 3, "nthread": 1},
+                xgboost.DMatrix(features, label=labels),
+                num_boost_round=3,
+            )
+            booster.save_model(str(folder / "model.bst"))
+        return booster
+    else:
+        import lightgbm
+
+        booster = lightgbm.train(
+            {"objective": "multiclass", "num_class": 3, "verbose": -1, "num_threads": 1},
+            lightgbm.Dataset(features, label=labels),
+            num_boost_round=3,
+        )
+    booster.save_model(str(folder / "model.bst"))
+    return booster
+
+
+@pytest.mark.parametrize(
+    ("implementation", "library"), [("XGBOOST_SERVER", "xgboost"), ("LIGHTGBM_SERVER", "lightgbm")]
+)
+def test_booster_servers_of_a_graph_answer_what_the_booster_predicts(
+    tmp_path: Path, implementation: str, library: str
+) -> None:
+    """A SeldonDeployment node naming XGBOOST_SERVER or LIGHTGBM_SERVER (refused before) runs
+    inferd's class of Seldon's, on the folder's ``model.bst``."""
+    booster = write_booster(library, tmp_path / "model")
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(
+        f"graph: {{name: clf, implementation: {implementation}, modelUri: {tmp_path / 'model'}}}\n"
+    )
+    with serve(str(graph)) as server, server.http() as http:
+        answer = http.post("/api/v1.0/predictions", json={"data": {"ndarray": ROWS}})
+        assert answer.status_code == 200, answer.text
+        if library == "xgboost":
+            import xgboost
+
+            with xgboost.config_context(verbosity=0):  # its log callback warns in this process
+                expected = booster.predict(xgboost.DMatrix(np.array(ROWS)))
+        else:
+            expected = booster.predict(np.array(ROWS))
+        np.testing.assert_allclose(answer.json()["data"]["ndarray"], expected, rtol=1e-5)

@@ -1,0 +1,60 @@
+"""``inferd apply`` of a KServe InferenceService naming a model file's format (``modelFormat.name``,
+or a framework block) whose ``storageUri`` is a folder holding the file: served by inferd's
+model-file runtimes, called over KServe's V1 protocol and V2 through the gateway."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from inferd.platform.workflows.manifests import manifest_layout
+from tests.models.sklearn_folder import ROWS, sklearn_model_folder
+from tests.platform.test_control import Control
+from tests.platform.workflows.conftest import verb
+
+SKLEARN = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: iris}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: sklearn}
+      protocolVersion: v1
+      storageUri: ./iris
+"""
+
+
+def test_an_inference_service_of_a_model_file_answers_v1_and_v2(platform: Control, tmp_path: Path) -> None:
+    classifier = sklearn_model_folder(tmp_path / "iris")
+    path = tmp_path / "isvc.yaml"
+    path.write_text(SKLEARN)
+    applied = verb(platform, "apply", str(path))
+    assert applied.returncode == 0, applied.stderr
+    with httpx.Client(base_url=f"{platform.gateway}/e/iris", timeout=30) as http:
+        v1 = http.post("/v1/models/iris:predict", json={"instances": ROWS})
+        assert v1.status_code == 200, v1.text
+        assert v1.json() == {"predictions": classifier.predict(ROWS).tolist()}
+        body = {"inputs": [{"name": "x", "shape": [2, 4], "datatype": "FP64", "data": ROWS}]}
+        v2 = http.post("/v2/models/iris/infer", json={**body, "parameters": {"method": "predict_proba"}})
+        assert v2.status_code == 200, v2.text
+        probabilities = np.reshape(v2.json()["outputs"][0]["data"], (2, 3))
+        np.testing.assert_allclose(probabilities, classifier.predict_proba(ROWS))
+    assert verb(platform, "delete", "iris").returncode == 0
+
+
+def test_the_format_a_predictor_names_is_given_to_its_service(tmp_path: Path) -> None:
+    (tmp_path / "booster").mkdir()
+    path = tmp_path / "isvc.yaml"
+    path.write_text(
+        "kind: InferenceService\nmetadata: {name: b}\nspec: {predictor: {xgboost: {storageUri: ./booster}}}\n"
+    )
+    part = manifest_layout(path).routes[0][0]
+    assert part.environment == {"INFERD_MODEL_FORMAT": "xgboost"}  # type: ignore[union-attr]
+    path.write_text(
+        "kind: InferenceService\nmetadata: {name: b}\n"
+        "spec: {predictor: {model: {modelFormat: {name: inferd}, storageUri: ./booster}}}\n"
+    )
+    assert manifest_layout(path).routes[0][0].environment == {}  # type: ignore[union-attr]
