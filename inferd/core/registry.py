@@ -24,6 +24,7 @@ from inferd.core.model import Model, resolve
 from inferd.core.names import name_problem
 from inferd.core.repository import ModelFactory, ModelSource, Scan, ServedModel
 from inferd.core.slots import Slots
+from inferd.core.told import Told
 from inferd.core.types import ModelMetadata
 from inferd.core.user_code import is_own_failure
 
@@ -128,6 +129,8 @@ class ModelRegistry:
         #: Loads waiting for room (every loaded model busy, or their own unload not over): while
         #: one does, a load queues behind it rather than take a slot freed meanwhile.
         self._wanting = 0
+        #: What the repository's polls have logged already (`inferd.core.told`).
+        self._told = Told()
 
     def add(self, name: str, factory: ModelFactory, version: str | None = None) -> ModelEntry:
         return self.add_served(ServedModel(name, factory, version))
@@ -490,16 +493,23 @@ class ModelRegistry:
         if scan is None:
             scan = await asyncio.to_thread(self.source.scan)
         failures: list[InferdError] = []
+        untold = self._told.new_problems(scan, only)
         for name, problem in scan.problems.items():
             if strict:
                 raise ModelLoadError(problem)
-            logger.error("cannot serve model %s: %s", name, problem)
+            if name in untold:  # once per change of its files, not at every poll
+                logger.error("cannot serve model %s: %s", name, problem)
         found = {(served.name, served.version): served for served in scan.models}
+        if only is None:
+            self._told.keep(scan.models)
         async with self._changing:
             for served in found.values():
+                if not strict and self._told.failed_before(served):
+                    continue  # its load failed from these very files: tried when they change
                 try:
                     await self._take(served)
                 except InferdError as exc:
+                    self._told.failed(served)
                     failures.append(exc)
             for entry in self.entries():
                 gone = (entry.name, entry.version) not in found and entry.name not in scan.problems
