@@ -70,8 +70,9 @@ def load_project(
     target: str | None, resolve: Resolver | None = None, instead: str | None = None, **given: Any
 ) -> Project:
     """``target``'s project (its ``inferd.yaml`` read) with the options given on the command line; one
-    that cannot be read ends the command with code 2, suggesting what to type ``instead``, one in
-    object storage that cannot be fetched with code 1."""
+    that cannot be read ends the command with code 2, suggesting what to type ``instead`` (so does
+    a storage scheme whose extra is not installed: a `MissingExtra` is a TargetError), one in object
+    storage that cannot be fetched with code 1."""
     from inferd.config.project import Project
     from inferd.core.errors import ModelLoadError, TargetError
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import urllib.parse
 from pathlib import Path
@@ -29,9 +28,15 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the answer as JS
 
 
 def _call(
-    url: str, method: str, path: str, body: Any = None, form: tuple[list[tuple[str, str]], Path] | None = None
+    url: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    form: tuple[list[tuple[str, str]], Path] | None = None,
+    prefix: str = API,
 ) -> Any:
-    """One request to the control API; an error answer ends the command with its message."""
+    """One request to the control API (``prefix``: its path, "" for the console's); an error
+    answer ends the command with its message."""
     from inferd import client
     from inferd.platform.admin_token import HINT, local_token
 
@@ -46,7 +51,7 @@ def _call(
         fields, archive = form
         content, headers["content-type"] = client.multipart(fields, {"archive": archive})
     try:
-        answer = client.send(url, client.Request(method, API + path, headers, content))
+        answer = client.send(url, client.Request(method, prefix + path, headers, content))
     except client.ClientError as exc:
         fail(str(exc), code=1)
     if answer.status >= 400:
@@ -64,18 +69,35 @@ TargetConcurrency = Annotated[
 ]
 
 
-def _show(found: Any, json_output: bool, columns: tuple[str, ...] = ()) -> None:
-    from rich.console import Console
-    from rich.table import Table
+#: Columns of prose (wrapped in a narrow terminal); those of ids and names are never cut.
+TEXT_COLUMNS = frozenset({"reason", "description", "routes", "inputs", "input", "output", "target"})
+
+
+def _show(found: Any, json_output: bool, columns: tuple[str, ...] = (), drop: tuple[str, ...] = ()) -> None:
+    """``found`` as JSON, or a list of records as a table of ``columns``; ``drop``: the columns left
+    out in a terminal too narrow for them all, the first first (`inferd.cli.tables`)."""
+    from inferd.cli.tables import ID, PLAIN, TEXT, Column, print_table
 
     if json_output or not isinstance(found, list):
         print(json.dumps(found, indent=None if json_output else 2))
         return
-    table = Table(*columns)
-    for item in found:
-        table.add_row(*(_cell(item.get(column)) for column in columns))
-    # into a pipe or a file: wider than a terminal's 80 columns, so ids are never cut short
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+    def kind(name: str) -> str:
+        if name in ("id", "name") or name.endswith("_id"):
+            return ID
+        return TEXT if name in TEXT_COLUMNS else PLAIN
+
+    order = {name: len(drop) - index for index, name in enumerate(drop)}  # the first: the highest
+    shown = [Column(name, kind(name), order.get(name, 0)) for name in columns]
+    print_table(shown, [[_cell(item.get(column)) for column in columns] for item in found])
+
+
+def _gateway_url(url: str) -> str:
+    """The gateway's address as this machine reaches the control API at ``url``: its host, the
+    gateway's port (the console's ``info``)."""
+    host = urllib.parse.urlsplit(url).hostname or "127.0.0.1"
+    info = _call(url, "GET", "/console/api/info", prefix="")
+    return f"http://{f'[{host}]' if ':' in host else host}:{info['gateway_port']}"
 
 
 def _cell(value: Any) -> str:
@@ -180,7 +202,8 @@ def create_deployment(
 @app.command(cls=Command)
 def deployments(url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """List the deployments."""
-    _show(_call(url, "GET", "/deployments"), json_output, ("id", "name", "description", "created_at"))
+    found = _call(url, "GET", "/deployments")
+    _show(found, json_output, ("id", "name", "description", "created_at"), drop=("created_at",))
 
 
 @app.command("delete-deployment", cls=Command)
@@ -223,7 +246,8 @@ def push(
 def versions(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """List a deployment's versions."""
     found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/versions")
-    _show(found, json_output, ("id", "label", "digest", "size", "target", "dialect", "created_at"))
+    columns = ("id", "label", "digest", "size", "target", "dialect", "created_at")
+    _show(found, json_output, columns, drop=("digest", "created_at", "size", "dialect"))
 
 
 @app.command(cls=Command)
@@ -243,8 +267,10 @@ def start(
 ) -> None:
     """Start a service running VERSION of DEPLOYMENT, scaled between --min-replicas and
     --max-replicas by its requests in flight."""
+    from inferd.cli.platform_ids import version_id
+
     body = {
-        "version": version,
+        "version": version_id(url, deployment, version),
         "workers": workers,
         "environment": _pairs(env, "--env"),
         "engine": engine,
@@ -264,8 +290,10 @@ def scale(
     json_output: JsonOption = False,
 ) -> None:
     """Change how SERVICE scales; its replicas are brought within the new bounds at once."""
+    from inferd.cli.platform_ids import service_id
+
     body = {**_scaling(min_replicas, max_replicas, target_concurrency), "replicas": replicas}
-    _show(_call(url, "PUT", f"/services/{_quoted(service)}/scaling", body), json_output)
+    _show(_call(url, "PUT", f"/services/{_quoted(service_id(url, service))}/scaling", body), json_output)
 
 
 def _scaling(low: int, high: int | None, target: float) -> dict[str, Any]:
@@ -279,25 +307,31 @@ def services(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOpt
     if not json_output:
         found = [{**item, "replicas": f"{item['ready_replicas']}/{item['replicas']}"} for item in found]
     columns = ("id", "version_id", "state", "replicas", "port", "grpc_port", "restarts", "reason")
-    _show(found, json_output, columns)
+    _show(found, json_output, columns, drop=("grpc_port", "restarts", "port"))
 
 
 @app.command(cls=Command)
 def stop(service: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """Stop a service once its in-flight requests are answered."""
-    _show(_call(url, "POST", f"/services/{_quoted(service)}/stop"), json_output)
+    from inferd.cli.platform_ids import service_id
+
+    _show(_call(url, "POST", f"/services/{_quoted(service_id(url, service))}/stop"), json_output)
 
 
 @app.command("restart", cls=Command)
 def restart(service: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """Start a stopped or failed service again."""
-    _show(_call(url, "POST", f"/services/{_quoted(service)}/start"), json_output)
+    from inferd.cli.platform_ids import service_id
+
+    _show(_call(url, "POST", f"/services/{_quoted(service_id(url, service))}/start"), json_output)
 
 
 @app.command("delete-service", cls=Command)
 def delete_service(service: str, url: UrlOption = DEFAULT_URL) -> None:
     """Stop and delete a service."""
-    _call(url, "DELETE", f"/services/{_quoted(service)}")
+    from inferd.cli.platform_ids import service_id
+
+    _call(url, "DELETE", f"/services/{_quoted(service_id(url, service))}")
 
 
 @app.command(cls=Command)
@@ -307,7 +341,9 @@ def logs(
     url: UrlOption = DEFAULT_URL,
 ) -> None:
     """The last lines of a service's log."""
-    found = _call(url, "GET", f"/services/{_quoted(service)}/logs?lines={lines}")
+    from inferd.cli.platform_ids import service_id
+
+    found = _call(url, "GET", f"/services/{_quoted(service_id(url, service))}/logs?lines={lines}")
     print("\n".join(found["lines"]))
 
 
@@ -322,27 +358,31 @@ def route(
     url: UrlOption = DEFAULT_URL,
     json_output: JsonOption = False,
 ) -> None:
-    """Create or switch an endpoint: requests split by weight over the services (canary, blue/green)."""
+    """Create or switch an endpoint: requests split by weight over the services (canary, blue/green);
+    prints its address on the gateway."""
+    from inferd.cli.platform_ids import service_id
+
     routes = []
     for service, weight in _pairs(weights, "a weight").items():
         if not weight.isdigit():
             fail(f"the weight of {service} must be a whole number from 0 to 100, not '{weight}'")
-        routes.append({"service": service, "weight": int(weight)})
+        routes.append({"service": service_id(url, service, deployment), "weight": int(weight)})
     body: dict[str, Any] = {"routes": routes}
     if shadow:
         name, _, percent = shadow.partition(":")
-        body["shadow"] = {"service": name, "percent": int(percent or 100)}
-    _show(
-        _call(url, "PUT", f"/deployments/{_quoted(deployment)}/endpoints/{_quoted(endpoint)}", body),
-        json_output,
-    )
+        body["shadow"] = {"service": service_id(url, name, deployment), "percent": int(percent or 100)}
+    found = _call(url, "PUT", f"/deployments/{_quoted(deployment)}/endpoints/{_quoted(endpoint)}", body)
+    _show(found, json_output)
+    if not json_output:
+        print(f'endpoint "{found["name"]}": {_gateway_url(url)}/e/{_quoted(found["name"])}/')
 
 
 @app.command(cls=Command)
 def endpoints(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """List a deployment's endpoints with their weights."""
     found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/endpoints")
-    _show(found, json_output, ("id", "name", "routes", "shadow_service_id", "shadow_percent"))
+    columns = ("id", "name", "routes", "shadow_service_id", "shadow_percent")
+    _show(found, json_output, columns, drop=("shadow_percent", "shadow_service_id"))
 
 
 @app.command("export-k8s", cls=Command)

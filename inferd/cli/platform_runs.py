@@ -42,8 +42,10 @@ def submit_run(
     json_output: JsonOption = False,
 ) -> None:
     """Run VERSION of DEPLOYMENT over input files, one answer file per input in the output folder."""
+    from inferd.cli.platform_ids import version_id
+
     body = {
-        "version": version,
+        "version": version_id(url, deployment, version),
         "inputs": [_location(item) for item in input],
         "output": _location(output),
         "parameters": _pairs(param, "--param"),
@@ -61,7 +63,8 @@ def submit_run(
 @app.command(cls=Command)
 def runs(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """List a deployment's runs with their state."""
-    _show(_call(url, "GET", f"/deployments/{_quoted(deployment)}/runs"), json_output, RUN_COLUMNS)
+    found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/runs")
+    _show(found, json_output, RUN_COLUMNS, drop=("created_at", "finished_at", "inputs", "output"))
 
 
 @app.command("run", cls=Command)
@@ -108,8 +111,10 @@ def create_trigger(
     watched = _location(input)
     if "://" in watched and not watched.endswith("/"):
         watched += "/"
+    from inferd.cli.platform_ids import version_id
+
     body = {
-        "version": version,
+        "version": version_id(url, deployment, version),
         "input": watched,
         "output": _location(output),
         "enabled": not disabled,
@@ -122,7 +127,8 @@ def create_trigger(
 def triggers(deployment: str, url: UrlOption = DEFAULT_URL, json_output: JsonOption = False) -> None:
     """List a deployment's triggers."""
     found = _call(url, "GET", f"/deployments/{_quoted(deployment)}/triggers")
-    _show(found, json_output, ("id", "version_id", "input", "output", "enabled", "created_at"))
+    columns = ("id", "version_id", "input", "output", "enabled", "created_at")
+    _show(found, json_output, columns, drop=("created_at", "enabled"))
 
 
 @app.command("enable-trigger", cls=Command)

@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from inferd.platform.workflows.status import DeploymentStatus
 
 DEFAULT_URL = "http://127.0.0.1:8070"
+#: What ``inferd get`` says when the control process has no deployment (an empty table said nothing).
+NOTHING_YET = (
+    "No deployments yet. Create one with `inferd deploy` (a folder with a cortex.yaml), `inferd apply "
+    "FILE` (a SeldonDeployment or InferenceService), or `inferd platform create-deployment NAME` then "
+    "`inferd platform push NAME FOLDER --label 1.0` (see docs/platform.md)."
+)
 UrlOption = Annotated[str, typer.Option("--url", help="The control API (inferd platform serve).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
 TimeoutOption = Annotated[
@@ -133,12 +139,15 @@ def _ms(value: float | None) -> str:
 
 
 def _overview(found: list[DeploymentStatus]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from inferd.cli.tables import ID, Column, print_table
 
-    table = Table("name", "status", "replicas", "requests", "errors", "p50", "p99", "endpoint")
-    for status in found:
-        table.add_row(
+    if not found:
+        print(NOTHING_YET)
+        return
+    columns = [Column("name", ID), Column("status"), Column("replicas"), Column("requests", drop=2)]
+    columns += [Column("errors", drop=1), Column("p50", drop=4), Column("p99", drop=3), Column("endpoint")]
+    rows = [
+        [
             status.name,
             status.status,
             status.replicas,
@@ -147,34 +156,39 @@ def _overview(found: list[DeploymentStatus]) -> None:
             _ms(status.latency("p50")),
             _ms(status.latency("p99")),
             f"/e/{status.endpoint}/" if status.endpoint else "-",
-        )
-    Console().print(table)
+        ]
+        for status in found
+    ]
+    print_table(columns, rows)
 
 
 def _details(status: DeploymentStatus) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from inferd.cli.tables import ID, TEXT, Column, print_table
 
     print(f"{status.name}: {status.status}, replicas {status.replicas}, endpoint ", end="")
     print(f"/e/{status.endpoint}/" if status.endpoint else "(none)")
-    columns = ("service", "version", "weight", "state", "replicas", "workers", "requests", "p50", "p99")
-    table = Table(*columns, "reason")
+    columns = [Column("service", ID), Column("version", ID), Column("weight"), Column("state")]
+    columns += [Column("replicas"), Column("workers", drop=4), Column("requests", drop=3)]
+    columns += [Column("p50", drop=2), Column("p99", drop=1), Column("reason", TEXT)]
+    rows = []
     for service in status.services:
         latency: dict[str, Any] = (service.metrics or {}).get("latency_ms") or {}
         weight = "shadow" if service.shadow else ("-" if service.weight is None else str(service.weight))
-        table.add_row(
-            service.id,
-            service.version,
-            weight,
-            service.state,
-            f"{service.ready_replicas}/{service.replicas}",
-            str(service.workers),
-            str(service.requests),
-            _ms(latency.get("p50")),
-            _ms(latency.get("p99")),
-            service.reason or "-",
+        rows.append(
+            [
+                service.id,
+                service.version,
+                weight,
+                service.state,
+                f"{service.ready_replicas}/{service.replicas}",
+                str(service.workers),
+                str(service.requests),
+                _ms(latency.get("p50")),
+                _ms(latency.get("p99")),
+                service.reason or "-",
+            ]
         )
-    Console().print(table)
+    print_table(columns, rows)
 
 
 def logs(

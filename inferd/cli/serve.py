@@ -34,7 +34,7 @@ def serve(target: str | None, **values: Any) -> None:
     """Serve TARGET over HTTP and gRPC until SIGTERM or Ctrl+C (over HTTP only on Ray Serve)."""
     from inferd.cli import options
     from inferd.cli.user_errors import user_code_errors
-    from inferd.core.errors import EngineError, ListenError, ModelLoadError
+    from inferd.core.errors import EngineError, ListenError, MissingExtra, ModelLoadError
     from inferd.dialects import resolve_dialect
     from inferd.engines import heap, local
     from inferd.server.logging import configure_logging, log_format
@@ -85,6 +85,8 @@ def serve(target: str | None, **values: Any) -> None:
         else:
             local.run(local.serve(settings, local.print_ready, runtime=runtime))
             code = 0
+    except MissingExtra as exc:  # the ray engine's: code 2, as every extra not installed
+        fail(exc.message)
     except (ModelLoadError, ListenError, EngineError) as exc:
         fail(exc.message, code=1)
     raise SystemExit(code)  # as typer.Exit(code) would end the command, without importing typer

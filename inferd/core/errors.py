@@ -141,6 +141,22 @@ class TargetError(InferdError):
     """A serve target could not be resolved to models (unknown file, module or dialect)."""
 
 
+class MissingExtra(TargetError):
+    """What was asked for needs an optional part of inferd that is not installed: ``extra``, which
+    ``pip install 'inferd[EXTRA]'`` adds (the message says that line). Whatever needs it (ONNX,
+    TensorFlow, s3:// or gs:// storage, the ray engine), the CLI ends with the same code, 2: the
+    user fixes it in their environment, as a target given the wrong way."""
+
+    def __init__(self, message: str, extra: str = "") -> None:
+        super().__init__(message)  # ``extra`` may come later: a storage error builds its message first
+        self.extra = extra
+
+    @staticmethod
+    def install(extra: str) -> str:
+        """The command that adds ``extra``, as messages print it."""
+        return f"pip install 'inferd[{extra}]'"
+
+
 class Unavailable(RetryLater):
     """Something the model relies on (a remote node of a graph) cannot be reached; retry later."""
 

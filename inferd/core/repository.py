@@ -41,6 +41,9 @@ class Scan:
 
     models: tuple[ServedModel, ...] = ()
     problems: Mapping[str, str] = field(default_factory=dict)
+    #: What each problem was found in (a digest of its folder's files): a poll that finds the same
+    #: problem in the same files has nothing new to say (`inferd.core.told`).
+    problem_keys: Mapping[str, str] = field(default_factory=dict)
 
     def names(self) -> set[str]:
         return {served.name for served in self.models} | set(self.problems)

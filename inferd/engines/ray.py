@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import inferd
 from inferd.config.settings import Settings
-from inferd.core.errors import EngineError
+from inferd.core.errors import EngineError, MissingExtra
 from inferd.dialects.graph.spec import GraphSpec
 from inferd.engines.forward import Forward, serving
 from inferd.engines.local import Endpoints, OnReady
@@ -92,7 +92,7 @@ def _serve() -> Any:
     try:
         from ray import serve
     except ImportError:
-        raise EngineError(RAY_MISSING) from None
+        raise MissingExtra(RAY_MISSING, "ray") from None
     return serve
 
 
@@ -365,7 +365,7 @@ def run(settings: Settings, on_ready: OnReady, models: tuple[str, ...]) -> int:
     On a cluster the working directory ships to the nodes (`inferd.engines.ray_ship`); our own Ray
     uses it in place. ``models`` are the names the ready line reports."""
     if importlib.util.find_spec("ray") is None:
-        raise EngineError(RAY_MISSING)
+        raise MissingExtra(RAY_MISSING, "ray")
     port = _http_port(settings)
     prefixed = settings.ray_route_prefix != "/"
     proxy_port = settings.ray_proxy_port if prefixed else port

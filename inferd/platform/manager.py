@@ -223,7 +223,10 @@ class Platform:
         async with self._lock(service.id):
             replicas = self.store.replicas(service.id)
             await asyncio.gather(*(self._stop_replica(replica) for replica in replicas))
-            await self.runner.stop(service.id)
+            # a service stopped (or failed) before this control process started is not its runner's:
+            # nothing of it runs, and its record says so already
+            if service.id in self.runner.service_ids():
+                await self.runner.stop(service.id)
             # its next start begins with its fewest replicas again
             self.store.update_service(service.id, replicas=max(1, service.min_replicas))
         return self.store.service(service.id)
@@ -299,9 +302,13 @@ class Platform:
         self.routing.changed(replica.service_id)
 
     async def delete_service(self, service_id: str) -> None:
+        """Stop it, then forget it: its record, its folder and its logs (its own and its replicas',
+        with their rotated copies: none can be asked for once it is gone)."""
         service = await self.stop_service(service_id)
         self.store.delete_service(service.id)
         shutil.rmtree(self.services_root / service.id, ignore_errors=True)
+        for log in self.log_dir.glob(f"{service.id}.*log*"):
+            log.unlink(missing_ok=True)
 
     def logs(self, service_id: str, lines: int = 100) -> list[str]:
         """The last lines of a service's log, whether it runs under this control process or not."""

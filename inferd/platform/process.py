@@ -54,9 +54,12 @@ class Listening:
     token_line: str | None = None
 
     def ready_line(self) -> str:
+        """The addresses in the order people look for them; the console (a page for people, on the
+        API's port, where ``/`` leads too) last, so what parses the others keeps working."""
         return (
             f"inferd platform ready: api=http://{self.host}:{self.api_port}/platform/v1 "
-            f"gateway=http://{self.host}:{self.gateway_port}/e/ grpc={self.host}:{self.grpc_port}"
+            f"gateway=http://{self.host}:{self.gateway_port}/e/ grpc={self.host}:{self.grpc_port} "
+            f"console=http://{self.host}:{self.api_port}/console/"
         )
 
 

@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inferd.storage.errors import StorageError
+from inferd.core.errors import MissingExtra
+from inferd.storage.errors import StorageError, StorageExtraMissing
 
 #: What a backend says about an exception of its library: the error class and the problem to report,
 #: or None when it does not know the exception.
@@ -53,7 +54,7 @@ def backend_for(uri: str, scheme: str) -> Backend:
     try:
         backend: Backend = importlib.import_module(f"inferd.storage.{extra}").BACKEND
     except ImportError as exc:
-        raise StorageError(
-            uri, f"{scheme}:// needs inferd's {extra} extra: pip install 'inferd[{extra}]' ({exc})"
+        raise StorageExtraMissing(
+            uri, f"{scheme}:// needs inferd's {extra} extra: {MissingExtra.install(extra)} ({exc})", extra
         ) from exc
     return backend

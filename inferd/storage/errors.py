@@ -1,6 +1,7 @@
 """Why a model could not be fetched. Each error names the URI, since a server may fetch many, and is
 a `ModelLoadError`: the project is well formed but its model cannot be had, so start-up exits 1 (as
-for a model that fails to load), not 2 (a target that makes no sense).
+for a model that fails to load), not 2 (a target that makes no sense); but a scheme whose library is
+not installed is `StorageExtraMissing`, a `MissingExtra` like every other (exit 2).
 
 Each kind is also the core error that gives its status (`inferd.protocols.status`): a missing object
 404, no or refused credentials 403, a store that does not answer, answers 5xx or breaks off 502; any
@@ -12,6 +13,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from inferd.core.errors import (
+    MissingExtra,
     ModelLoadError,
     StorageAccessDenied,
     StorageUnavailable,
@@ -56,6 +58,15 @@ class StorageError(ModelLoadError):
         problem = _scrubbed(problem, uri)
         super().__init__(f"cannot {action} {shown(uri)}: {problem}")
         self.uri, self.problem = uri, problem
+
+
+class StorageExtraMissing(StorageError, MissingExtra):
+    """The scheme's library is not installed: its extra is (``pip install 'inferd[s3]'``). Not a
+    failed fetch but the user's environment: start-up exits 2 like any missing extra."""
+
+    def __init__(self, uri: str, problem: str, extra: str) -> None:
+        StorageError.__init__(self, uri, problem)
+        self.extra = extra
 
 
 class StorageNotFound(StorageError, StoredObjectMissing):

@@ -40,6 +40,7 @@ def native_project(folder: Path, name: str, model: str) -> Path:
 TOKEN_LINE = re.compile(r"inferd platform token: (?P<token>\S+) ")
 READY = re.compile(
     r"inferd platform ready: api=(?P<api>\S+) gateway=(?P<gateway>http://\S+?)/e/ grpc=(?P<grpc>\S+)"
+    r"(?: console=(?P<console>\S+))?"
 )
 
 
@@ -53,6 +54,8 @@ class Control:
     token: str | None = None
     #: Its INFERD_RUNTIME_DIR.
     runtime: Path | None = None
+    #: The console's URL, as its ready line says it.
+    console: str | None = None
 
     @property
     def base(self) -> str:
@@ -126,7 +129,9 @@ def control(
             kept = data / "platform" / "control-token"
             assert kept.read_text().strip() == token and kept.stat().st_mode & 0o777 == 0o600
         runtime_dir = Path(environment["INFERD_RUNTIME_DIR"])
-        yield Control(process, match["api"], match["gateway"], match["grpc"], token, runtime_dir)
+        yield Control(
+            process, match["api"], match["gateway"], match["grpc"], token, runtime_dir, match["console"]
+        )
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

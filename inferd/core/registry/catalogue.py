@@ -14,6 +14,7 @@ from inferd.core.names import name_problem
 from inferd.core.registry.entries import NOT_LOADED, UNLOADED, ModelEntry, _entry, _version_key
 from inferd.core.repository import ModelFactory, ModelSource, ServedModel
 from inferd.core.slots import Slots
+from inferd.core.told import Told
 
 
 class Catalogue:
@@ -44,6 +45,8 @@ class Catalogue:
         #: Loads waiting for room (every loaded model busy, or their own unload not over): while
         #: one does, a load queues behind it rather than take a slot freed meanwhile.
         self._wanting = 0
+        #: What the repository's polls have logged already (`inferd.core.told`).
+        self._told = Told()
 
     def add(self, name: str, factory: ModelFactory, version: str | None = None) -> ModelEntry:
         return self.add_served(ServedModel(name, factory, version))

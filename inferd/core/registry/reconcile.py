@@ -30,16 +30,23 @@ class Reconciling(Admission):
         if scan is None:
             scan = await asyncio.to_thread(self.source.scan)
         failures: list[InferdError] = []
+        untold = self._told.new_problems(scan, only)
         for name, problem in scan.problems.items():
             if strict:
                 raise ModelLoadError(problem)
-            logger.error("cannot serve model %s: %s", name, problem)
+            if name in untold:  # once per change of its files, not at every poll
+                logger.error("cannot serve model %s: %s", name, problem)
         found = {(served.name, served.version): served for served in scan.models}
+        if only is None:
+            self._told.keep(scan.models)
         async with self._changing:
             for served in found.values():
+                if not strict and self._told.failed_before(served):
+                    continue  # its load failed from these very files: tried when they change
                 try:
                     await self._take(served)
                 except InferdError as exc:
+                    self._told.failed(served)
                     failures.append(exc)
             for entry in self.entries():
                 gone = (entry.name, entry.version) not in found and entry.name not in scan.problems

@@ -19,7 +19,7 @@ import orjson
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
-from inferd.core.errors import ModelLoadError, TargetError
+from inferd.core.errors import MissingExtra, ModelLoadError, TargetError
 from inferd.core.importer import hide_file_names
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
@@ -67,6 +67,8 @@ def fetched(api: ApiConfig, settings: DialectSettings) -> ApiConfig:
         return api
     try:
         found = cache_of(settings).fetch(api.model_uri)
+    except MissingExtra as exc:  # exit 2, like every extra that is not installed
+        raise MissingExtra(f"api {api.name}: {exc.message}", exc.extra) from None
     except StorageError as exc:  # exit 1, like a model that fails to load
         raise ModelLoadError(f"api {api.name}: {exc.message}") from None
     return replace(api, model=found.path)

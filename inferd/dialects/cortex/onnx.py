@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from inferd.core.errors import TargetError
+from inferd.core.errors import MissingExtra
 from inferd.core.types import Array, TensorSpec, datatype_of
 from inferd.dialects.cortex.errors import CortexError
 
@@ -39,7 +39,7 @@ ONNX_DTYPES: dict[str, np.dtype[Any]] = {
 def require_onnxruntime() -> None:
     """Fail at startup, not at first request, when the ``onnx`` extra is missing."""
     if importlib.util.find_spec("onnxruntime") is None:
-        raise TargetError("ONNX models need onnxruntime: pip install 'inferd[onnx]'")
+        raise MissingExtra("ONNX models need onnxruntime: pip install 'inferd[onnx]'", "onnx")
 
 
 def open_session(path: Path) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from inferd.core.errors import ModelLoadError, TargetError
+from inferd.core.errors import MissingExtra, ModelLoadError, TargetError
 from inferd.core.types import Array, TensorSpec, datatype_of
 from inferd.dialects.cortex.errors import CortexError
 
@@ -48,7 +48,9 @@ VALUE_FIELDS = {
 def require_tensorflow() -> None:
     """Fail at startup, not at load, when the ``tensorflow`` extra is missing."""
     if importlib.util.find_spec("tensorflow") is None:
-        raise TargetError("TensorFlow models need TensorFlow: pip install 'inferd[tensorflow]'")
+        raise MissingExtra(
+            "TensorFlow models need TensorFlow: pip install 'inferd[tensorflow]'", "tensorflow"
+        )
 
 
 def check_model_path(path: Path) -> None:

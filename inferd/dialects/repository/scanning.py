@@ -264,7 +264,8 @@ def combine(results: Iterable[Scanned]) -> Scan:
                 "(its folder, or the name in its settings file)"
             )
     served = tuple(model for result in results for model in result.models if model.name not in problems)
-    return Scan(served, problems)
+    keys = {name: ",".join(r.digest for r in results if name in r.names()) for name in problems}
+    return Scan(served, problems, keys)
 
 
 def _own_keys(dialect: Dialect[Any], name: str, values: Mapping[str, Any]) -> dict[str, Any]:

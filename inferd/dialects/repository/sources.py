@@ -65,7 +65,8 @@ class StorageSource:
             scan = self._scanner.scan(fetched.path, lambda folder: f"{base}/{folder.name}/")
         how = "found in the model cache" if fetched.from_cache else "downloaded"
         cache = f"{how}, version {fetched.version}"
-        return Scan(tuple(replace(served, cache=cache) for served in scan.models), scan.problems)
+        models = tuple(replace(served, cache=cache) for served in scan.models)
+        return Scan(models, scan.problems, scan.problem_keys)
 
     def scan_model(self, name: str) -> Scan:
         return only(self.scan(), name, self.uri)
@@ -92,4 +93,4 @@ def only(scan: Scan, name: str, uri: str) -> Scan:
     problems = {found: problem for found, problem in scan.problems.items() if found == name}
     if not models and not problems:
         raise ModelNotFound(f"model '{name}' is not in the model repository {uri}")
-    return Scan(models, problems)
+    return Scan(models, problems, {found: scan.problem_keys.get(found, "") for found in problems})

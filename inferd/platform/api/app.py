@@ -77,5 +77,6 @@ def create_control_app(platform: Platform, settings: PlatformSettings) -> Starle
         middleware.append(Middleware(AbejaCredentials, token=token, presigner=Presigner(token), jobs=jobs))
         # the console's sign-in cookie is a credential too (its form and stylesheet need none)
         login = console_login(tokens)
-        middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(()), login=login))
+        # ``/`` is only a redirect to the console (whose page asks for the token): open to GET
+        middleware.append(Middleware(BearerAuth, tokens=tokens, is_open=open_routes(("/",)), login=login))
     return Starlette(routes=table, middleware=middleware, exception_handlers=EXCEPTION_HANDLERS)

@@ -1,5 +1,6 @@
-"""Routes of the console: the page, its static files (the try-it page's stylesheet among them), the
-traffic it shows beside each service, and its sign-in when the control process needs a token.
+"""Routes of the console: the page (where ``/`` of the control port leads), its static files (the
+try-it page's stylesheet among them), the traffic it shows beside each service, and its sign-in when
+the control process needs a token.
 
 Everything else the page shows or changes it reads from the control API (`inferd.platform.api`)
 with ``fetch`` from its own origin: the API's ``Origin`` rule lets those state-changing requests
@@ -62,6 +63,10 @@ def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
     async def to_page(request: Request) -> Response:
         return RedirectResponse(f"{PREFIX}/", 308)
 
+    async def root(request: Request) -> Response:
+        # the control port's own address, as a person types it, leads to the console
+        return RedirectResponse(f"{PREFIX}/", 303)
+
     async def static(request: Request) -> Response:
         path = FILES.get(request.path_params["name"])
         if path is None:
@@ -77,6 +82,7 @@ def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
         return JSONResponse(await traffic(services, platform.token_of, platform.routing.addresses))
 
     found: list[BaseRoute] = [
+        Route("/", root, methods=["GET"]),
         Route(PREFIX, to_page, methods=["GET"]),
         Route(f"{PREFIX}/", page, methods=["GET"]),
         Route(f"{PREFIX}/static/{{name}}", static, methods=["GET"]),
