@@ -7,7 +7,6 @@ token a control process on this machine generated (`inferd.platform.admin_token.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import urllib.parse
 from pathlib import Path
@@ -16,48 +15,15 @@ from typing import Annotated, Any
 import typer
 
 from inferd.cli.common import fail
+from inferd.cli.control_calls import _call, _quoted
 from inferd.cli.help import Command, Group
 
 app = typer.Typer(
     help="Deployments, versions, services and endpoints (the platform).", no_args_is_help=True, cls=Group
 )
 DEFAULT_URL = "http://127.0.0.1:8070"
-API = "/platform/v1"
 UrlOption = Annotated[str, typer.Option("--url", help="The control API (inferd platform serve).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
-
-
-def _call(
-    url: str,
-    method: str,
-    path: str,
-    body: Any = None,
-    form: tuple[list[tuple[str, str]], Path] | None = None,
-    prefix: str = API,
-) -> Any:
-    """One request to the control API (``prefix``: its path, "" for the console's); an error
-    answer ends the command with its message."""
-    from inferd import client
-    from inferd.platform.admin_token import HINT, local_token
-
-    headers = {"accept": "application/json"}
-    token = os.environ.get("INFERD_TOKEN") or local_token(url)
-    if token:
-        headers["authorization"] = f"Bearer {token}"
-    content = None
-    if body is not None:
-        content, headers["content-type"] = json.dumps(body).encode(), "application/json"
-    if form is not None:
-        fields, archive = form
-        content, headers["content-type"] = client.multipart(fields, {"archive": archive})
-    try:
-        answer = client.send(url, client.Request(method, prefix + path, headers, content))
-    except client.ClientError as exc:
-        fail(str(exc), code=1)
-    if answer.status >= 400:
-        said = answer.json().get("error") if answer.is_json else answer.body.decode("utf-8", "replace")
-        fail(f"HTTP {answer.status}: {said}", code=1, instead=HINT if answer.status == 401 else None)
-    return answer.json() if answer.body and answer.is_json else None
 
 
 MinReplicas = Annotated[int, typer.Option(help="Fewest replicas (separate servers behind its endpoints).")]
@@ -107,10 +73,6 @@ def _cell(value: Any) -> str:
             for item in value
         )
     return "-" if value in (None, "") else str(value)
-
-
-def _quoted(text: str) -> str:
-    return urllib.parse.quote(text, safe="")
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:

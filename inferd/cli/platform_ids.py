@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from inferd.cli.common import fail
+from inferd.cli.control_calls import _call, _quoted
 
 #: A whole id: the kind's three letters and twelve hex digits (`inferd.platform.records.new_id`).
 WHOLE = re.compile(r"[a-z]{3}-[0-9a-f]{12}")
@@ -36,8 +37,6 @@ def matching(kind: str, given: str, ids: Iterable[str], where: str = "") -> str:
 
 def service_id(url: str, given: str, deployment: str | None = None) -> str:
     """The id of the service ``given`` names: of ``deployment``, else of any deployment."""
-    from inferd.cli.platform import _call, _quoted
-
     if WHOLE.fullmatch(given):
         return given
     if deployment is not None:
@@ -51,8 +50,6 @@ def service_id(url: str, given: str, deployment: str | None = None) -> str:
 
 def version_id(url: str, deployment: str, given: str) -> str:
     """The id of the version of ``deployment`` that ``given`` names."""
-    from inferd.cli.platform import _call, _quoted
-
     if WHOLE.fullmatch(given):
         return given
     versions: list[Any] = _call(url, "GET", f"/deployments/{_quoted(deployment)}/versions")

@@ -12,8 +12,9 @@ from typing import Annotated, Any
 import typer
 
 from inferd.cli.common import fail
+from inferd.cli.control_calls import _call, _quoted
 from inferd.cli.help import Command
-from inferd.cli.platform import DEFAULT_URL, JsonOption, UrlOption, _call, _pairs, _quoted, _show, app
+from inferd.cli.platform import DEFAULT_URL, JsonOption, UrlOption, _pairs, _show, app
 
 RUN_COLUMNS = ("id", "version_id", "state", "inputs", "output", "reason", "created_at", "finished_at")
 FINAL = frozenset({"succeeded", "failed", "cancelled"})

@@ -63,8 +63,10 @@ HAPROXY_VARIABLE = "RAY_SERVE_ENABLE_HA_PROXY"
 #: (`LOCAL_START_ATTEMPTS`), the silent GCS ended first.
 GCS_WAIT_VARIABLE, GCS_LOCAL_WAIT_S = "RAY_gcs_server_port_wait_time_s", "45"
 LOCAL_START_ATTEMPTS = 2
-#: What ``ray.init`` says when the GCS never wrote the file naming its port.
+#: What ``ray.init`` says when the GCS never wrote the file naming its port, and when the node's
+#: raylet did not start in time (seen on a loaded machine): a start worth trying again.
 GCS_SILENT = "gcs_server_port"
+NODE_SLOW = "timed out during startup"
 #: Where Ray's HAProxy keeps its files, by variable. Ray puts them in a folder per node, named by
 #: the node's id (56 characters), and HAProxy refuses a socket path over 97 bytes: so the local Ray's
 #: go to a short folder of its own in /tmp (where Ray's default, /tmp/haproxy-serve, is), removed
@@ -307,11 +309,11 @@ def ray_cluster(settings: Settings, workdir: str | None = None) -> Iterator[bool
                     break
                 except EngineError as exc:
                     _end_processes_under(temp_dir)
-                    if GCS_SILENT not in str(exc):
+                    if GCS_SILENT not in str(exc) and NODE_SLOW not in str(exc):
                         raise
                     if attempt == LOCAL_START_ATTEMPTS:
                         raise EngineError(f"{exc}{_gcs_log_tail(temp_dir)}") from None
-                    logger.warning("the local Ray's GCS did not start (%s); starting Ray again", exc)
+                    logger.warning("the local Ray did not start (%s); starting Ray again", exc)
         try:
             yield True
         finally:
@@ -344,10 +346,11 @@ def _gcs_log_tail(folder: str, lines: int = 20) -> str:
 
 
 def _connect(init: Callable[[], object], workdir: str | None = None) -> None:
-    """``init``, its failure an EngineError: a ``workdir`` too large to ship says so."""
+    """``init``, its failure an EngineError: a ``workdir`` too large to ship says so. Ray raises a
+    bare ``Exception`` when a local node does not start in time, so any exception counts."""
     try:
         init()
-    except (ConnectionError, RuntimeError, ValueError) as exc:
+    except Exception as exc:
         too_large = None if workdir is None else shipping_error(exc, workdir)
         raise (too_large or EngineError(f"cannot start or reach Ray: {exc}")) from None
 
