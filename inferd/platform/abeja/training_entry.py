@@ -84,5 +84,29 @@ def main(handler: str) -> int:
     return 1
 
 
+def spare() -> int:
+    """A spare launcher (`inferd.platform.abeja.training_spares`): started ahead, it waits for one
+    job, a JSON line on stdin (``cwd``, ``environment``, ``log``, ``handler``), then becomes that
+    job's process as if started for it: in its folder, with its environment alone, its output
+    appended to its log, nothing on its stdin. The end of stdin (the control process gone) ends it."""
+    import json
+
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    job = json.loads(line)
+    os.chdir(job["cwd"])
+    os.environ.clear()
+    os.environ.update(job["environment"])
+    output = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
+    os.close(nothing)
+    return main(job["handler"])
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(spare() if sys.argv[1] == "--spare" else main(sys.argv[1]))

@@ -35,6 +35,7 @@ from pathlib import Path
 from inferd.core.processes import identity
 from inferd.platform.abeja import training_entry
 from inferd.platform.abeja.job_tokens import JobTokens
+from inferd.platform.abeja.training_spares import Spares
 from inferd.platform.abeja.training_store import (
     ACTIVE,
     COMPLETE,
@@ -92,6 +93,7 @@ class TrainingJobs:
         self.store, self.artifacts, self.tokens, self.settings = store, artifacts, tokens, settings
         self.log_dir, self.work_root, self.results = root / "logs", root / "jobs", root / "results"
         self.storage = root / "storage"
+        self.spares = Spares(_ENTRY, self.work_root)
         #: Raises when one more process does not fit the platform's budget (`Platform.budget`).
         self.admit: Callable[[], None] = lambda: None
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -155,6 +157,7 @@ class TrainingJobs:
         """The control process stops: kill every job's process; their records stay ``Active`` for
         the next control process to fail."""
         self._closing = True
+        self.spares.close()
         for pid in self._pids.values():
             signal_session(pid, SIGKILL)
         for task in self._tasks.values():
@@ -212,12 +215,7 @@ class TrainingJobs:
         failure = work / "failure.txt"
         token = self.tokens.of(job.id)
         environment = {
-            **{
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith(("INFERD_", "ABEJA_", "PLATFORM_AUTH"))
-            },
-            "PYTHONUNBUFFERED": "1",
+            **_base_environment(),
             **version.environment,
             **job.environment,
             "TRAINING_JOB_DEFINITION_NAME": definition.name,
@@ -238,17 +236,20 @@ class TrainingJobs:
         python = self.settings.python_of(version.image)
         command = [python, str(_ENTRY), version.handler]
         log.note(f"job {job.id}: {definition.name} version {job.version}, {version.handler} with {python}")
+        # the spare launcher of that Python, started ahead (`Spares`), else a process started now
+        child = self.spares.take(python, environment, source, log.path, version.handler)
         try:
-            with log.open_for_server() as output:
-                child = subprocess.Popen(
-                    command,
-                    cwd=source,
-                    env=environment,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+            if child is None:
+                with log.open_for_server() as output:
+                    child = subprocess.Popen(
+                        command,
+                        cwd=source,
+                        env=environment,
+                        stdin=subprocess.DEVNULL,
+                        stdout=output,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
         except OSError as exc:
             return FAILED, f"cannot start {python}: {exc}"
         self._started(job.id, child.pid)
@@ -262,6 +263,9 @@ class TrainingJobs:
             )
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=5)
+        if not self._closing:  # a spare of that Python for the next job, once this one has run
+            with contextlib.suppress(OSError):
+                self.spares.prepare(python, _base_environment())
         if code != 0:
             said = failure.read_text("utf-8", "replace").strip() if failure.is_file() else ""
             return FAILED, said or f"the job's process {describe_exit(code)}"
@@ -309,6 +313,13 @@ class TrainingJobs:
             return self.store.set_status(job_id, status, reason)
         except Exception:  # finished meanwhile, or deleted
             return self.store.job(job_id)
+
+
+def _base_environment() -> dict[str, str]:
+    """What a job's process has before its own variables: the control process's environment but
+    inferd's settings and any credential of its own."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("INFERD_", "ABEJA_", "PLATFORM_AUTH"))}
+    return {**kept, "PYTHONUNBUFFERED": "1"}
 
 
 def _loop_runs() -> bool:
