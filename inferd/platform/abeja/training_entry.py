@@ -4,23 +4,22 @@ runtime did. A handler that raises ends the process with status 1, its traceback
 its last line in the file ``INFERD_TRAINING_FAILURE_FILE`` names (the job's reason).
 
 Standard library only, and run by its path, not imported from inferd: it runs under the interpreter
-the version's image maps to (``INFERD_ABEJA_TRAINING_PYTHONS``), which need not have inferd.
+the version's image maps to (``INFERD_ABEJA_TRAINING_PYTHONS``), which need not have inferd. It
+imports nothing a bare ``python -c`` does not before the handler runs (``json`` only for datasets
+that are there, ``traceback`` only on a failure, ``typing`` never): a job's start-up is measured
+against that (bench/training_startup.py).
 """
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 import sys
-import traceback
-from typing import Any
 
 
 class Context(dict):  # type: ignore[type-arg]
     """ABEJA's training context: ``context.datasets`` and ``context['datasets']`` alike."""
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         try:
             return self[name]
         except KeyError:
@@ -28,10 +27,15 @@ class Context(dict):  # type: ignore[type-arg]
 
 
 def _context() -> Context:
-    try:
-        datasets = json.loads(os.environ.get("TRAINING_JOB_DATASETS") or os.environ.get("DATASETS") or "{}")
-    except ValueError:
-        datasets = {}
+    text = (os.environ.get("TRAINING_JOB_DATASETS") or os.environ.get("DATASETS") or "{}").strip()
+    datasets: object = {}
+    if text != "{}":
+        import json
+
+        try:
+            datasets = json.loads(text)
+        except ValueError:
+            datasets = {}
     return Context(
         datasets=datasets if isinstance(datasets, dict) else {},
         job_definition_name=os.environ.get("TRAINING_JOB_DEFINITION_NAME"),
@@ -48,19 +52,25 @@ def run(handler: str) -> str | None:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
-        function = getattr(module, function_name or "handler")
+        __import__(module_name)
+        function = getattr(sys.modules[module_name], function_name or "handler")
     except BaseException as exc:  # the user's module: anything may come
-        traceback.print_exc()
+        _print_traceback()
         return f"cannot load handler {handler}: {type(exc).__name__}: {exc}"
     try:
         function(_context())
     except SystemExit as exc:
         return None if exc.code in (None, 0) else f"the handler exited with {exc.code!r}"
     except BaseException as exc:
-        traceback.print_exc()
+        _print_traceback()
         return f"the handler raised {type(exc).__name__}: {exc}"
     return None
+
+
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
 
 
 def main(handler: str) -> int:
@@ -74,5 +84,29 @@ def main(handler: str) -> int:
     return 1
 
 
+def spare() -> int:
+    """A spare launcher (`inferd.platform.abeja.training_spares`): started ahead, it waits for one
+    job, a JSON line on stdin (``cwd``, ``environment``, ``log``, ``handler``), then becomes that
+    job's process as if started for it: in its folder, with its environment alone, its output
+    appended to its log, nothing on its stdin. The end of stdin (the control process gone) ends it."""
+    import json
+
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    job = json.loads(line)
+    os.chdir(job["cwd"])
+    os.environ.clear()
+    os.environ.update(job["environment"])
+    output = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
+    os.close(nothing)
+    return main(job["handler"])
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(spare() if sys.argv[1] == "--spare" else main(sys.argv[1]))

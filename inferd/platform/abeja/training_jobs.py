@@ -35,6 +35,7 @@ from pathlib import Path
 from inferd.core.processes import identity
 from inferd.platform.abeja import training_entry
 from inferd.platform.abeja.job_tokens import JobTokens
+from inferd.platform.abeja.training_spares import Spares
 from inferd.platform.abeja.training_store import (
     ACTIVE,
     COMPLETE,
@@ -63,6 +64,8 @@ TIMEOUT_SETTING = "INFERD_ABEJA_TRAINING_TIMEOUT"
 #: Seconds a stopped job's process has after SIGTERM before SIGKILL (stop-job ends it within 10 s).
 STOP_GRACE = 5.0
 _ENTRY = Path(training_entry.__file__)
+#: Bytes of a version's bundle up to which it is unpacked on the event loop (`TrainingJobs._small_here`).
+INLINE_BUNDLE = 256 * 1024
 
 
 @dataclass
@@ -90,6 +93,7 @@ class TrainingJobs:
         self.store, self.artifacts, self.tokens, self.settings = store, artifacts, tokens, settings
         self.log_dir, self.work_root, self.results = root / "logs", root / "jobs", root / "results"
         self.storage = root / "storage"
+        self.spares = Spares(_ENTRY, self.work_root)
         #: Raises when one more process does not fit the platform's budget (`Platform.budget`).
         self.admit: Callable[[], None] = lambda: None
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -153,6 +157,7 @@ class TrainingJobs:
         """The control process stops: kill every job's process; their records stay ``Active`` for
         the next control process to fail."""
         self._closing = True
+        self.spares.close()
         for pid in self._pids.values():
             signal_session(pid, SIGKILL)
         for task in self._tasks.values():
@@ -200,20 +205,17 @@ class TrainingJobs:
     async def _execute(self, job: TrainingJob, work: Path, log: ServiceLog) -> tuple[str, str]:
         definition = self.store.definition(job.definition_id)
         version = self.store.version(job.definition_id, job.version)
-        await asyncio.to_thread(shutil.rmtree, work, True)
         source, result = work / "source", work / "result"
-        await asyncio.to_thread(self.artifacts.unpack, version.digest, source)
-        result.mkdir(parents=True)
-        self.storage.mkdir(parents=True, exist_ok=True)
+        if self._small_here(version.digest):
+            # a small project stored here unpacks in about a millisecond: on the loop, as a request is
+            # answered, since a hop to a thread costs more than that under load (bench/training_startup.py)
+            self._prepare(version.digest, work, source, result)
+        else:  # one hop to a thread for the whole folder
+            await asyncio.to_thread(self._prepare, version.digest, work, source, result)
         failure = work / "failure.txt"
         token = self.tokens.of(job.id)
         environment = {
-            **{
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith(("INFERD_", "ABEJA_", "PLATFORM_AUTH"))
-            },
-            "PYTHONUNBUFFERED": "1",
+            **_base_environment(),
             **version.environment,
             **job.environment,
             "TRAINING_JOB_DEFINITION_NAME": definition.name,
@@ -234,17 +236,20 @@ class TrainingJobs:
         python = self.settings.python_of(version.image)
         command = [python, str(_ENTRY), version.handler]
         log.note(f"job {job.id}: {definition.name} version {job.version}, {version.handler} with {python}")
+        # the spare launcher of that Python, started ahead (`Spares`), else a process started now
+        child = self.spares.take(python, environment, source, log.path, version.handler)
         try:
-            with log.open_for_server() as output:
-                child = subprocess.Popen(
-                    command,
-                    cwd=source,
-                    env=environment,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+            if child is None:
+                with log.open_for_server() as output:
+                    child = subprocess.Popen(
+                        command,
+                        cwd=source,
+                        env=environment,
+                        stdin=subprocess.DEVNULL,
+                        stdout=output,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
         except OSError as exc:
             return FAILED, f"cannot start {python}: {exc}"
         self._started(job.id, child.pid)
@@ -258,11 +263,32 @@ class TrainingJobs:
             )
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=5)
+        if not self._closing:  # a spare of that Python for the next job, once this one has run
+            with contextlib.suppress(OSError):
+                self.spares.prepare(python, _base_environment())
         if code != 0:
             said = failure.read_text("utf-8", "replace").strip() if failure.is_file() else ""
             return FAILED, said or f"the job's process {describe_exit(code)}"
         await asyncio.to_thread(_zip, result, self.result(job.id))
         return COMPLETE, ""
+
+    def _small_here(self, digest: str) -> bool:
+        """Whether the bundle of ``digest`` is in this machine's store and under `INLINE_BUNDLE`."""
+        try:
+            size = (
+                (self.artifacts.root / "sha256" / f"{digest.removeprefix('sha256:')}.tar.gz").stat().st_size
+            )
+        except (OSError, ValueError):
+            return False
+        return size <= INLINE_BUNDLE
+
+    def _prepare(self, digest: str, work: Path, source: Path, result: Path) -> None:
+        """The job's work folder anew: the version unpacked in ``source``, an empty ``result``."""
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+        self.artifacts.unpack(digest, source)
+        result.mkdir(parents=True)
+        self.storage.mkdir(parents=True, exist_ok=True)
 
     def _started(self, job_id: str, pid: int) -> None:
         self._pids[job_id] = pid
@@ -287,6 +313,13 @@ class TrainingJobs:
             return self.store.set_status(job_id, status, reason)
         except Exception:  # finished meanwhile, or deleted
             return self.store.job(job_id)
+
+
+def _base_environment() -> dict[str, str]:
+    """What a job's process has before its own variables: the control process's environment but
+    inferd's settings and any credential of its own."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("INFERD_", "ABEJA_", "PLATFORM_AUTH"))}
+    return {**kept, "PYTHONUNBUFFERED": "1"}
 
 
 def _loop_runs() -> bool:

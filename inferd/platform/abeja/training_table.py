@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 from inferd.platform.abeja.job_tokens import JobTokens
 from inferd.platform.abeja.presign import Presigner
 from inferd.platform.abeja.training import TrainingAPI
+from inferd.platform.abeja.training_console import console_training_routes
 from inferd.platform.abeja.training_job_routes import TrainingJobRoutes
 from inferd.platform.abeja.training_jobs import JobSettings, TrainingJobs
 from inferd.platform.abeja.training_models import TrainingModels
@@ -26,6 +27,8 @@ from inferd.protocols.control import ControlRoute
 from inferd.server.limits import BodyLimit, SizedControlRoute
 
 Handler = Callable[[Request], Awaitable[Response]]
+#: The control API's prefix (`inferd.platform.api.routes.PREFIX`), where the console reads training.
+CONTROL_PREFIX = "/platform/v1"
 Wrap = Callable[[Handler], Handler]
 
 
@@ -99,4 +102,6 @@ def training_routes(
         (Route if method == "GET" else ControlRoute)(prefix + path, wrap(handler), methods=[method])
         for path, method, handler in table
     ]
+    # what the console's training pages read (read-only, under the control API)
+    built += console_training_routes(store, CONTROL_PREFIX)
     return built, models.environment

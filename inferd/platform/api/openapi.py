@@ -113,6 +113,22 @@ OPERATIONS: list[tuple[str, str, str, str | None, int, bool]] = [
     ("/triggers/{trigger}", "get", "A trigger", None, 200, False),
     ("/triggers/{trigger}", "patch", "Enable or disable a trigger", "TriggerChange", 200, False),
     ("/triggers/{trigger}", "delete", "Delete a trigger (its runs stay)", None, 204, False),
+    (
+        "/training",
+        "get",
+        "ABEJA training: definitions with their versions, newest jobs and training models",
+        None,
+        200,
+        False,
+    ),
+    (
+        "/training/jobs/{job}/statistics",
+        "get",
+        "A training job's statistics and their history",
+        None,
+        200,
+        False,
+    ),
 ]
 
 

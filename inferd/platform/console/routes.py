@@ -42,6 +42,7 @@ HEADERS = {
 FILES = {
     "console.js": STATIC / "console.js",
     "console.css": STATIC / "console.css",
+    "training.js": STATIC / "training.js",
     "inferd.css": TRY_IT_STATIC / "inferd.css",
 }
 

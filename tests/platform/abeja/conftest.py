@@ -199,3 +199,52 @@ def _sdk_works(python: Path) -> bool:
         timeout=120,
     )
     return found.returncode == 0 and "2.3.6" in found.stdout
+
+
+TRAIN_VENV = ROOT / ".cache" / "abeja-train-venv"
+
+
+def _train_pins() -> tuple[str, ...]:
+    """What ABEJA's training image held for its sklearn template (its requirements pin 2019 releases
+    that no longer install on this Python): the SDK, pandas and scikit-learn, the latter at the
+    version inferd's own Python has, since the service that loads the job's pickles runs there."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        sklearn = f"scikit-learn=={version('scikit-learn')}"
+    except PackageNotFoundError:
+        sklearn = "scikit-learn"
+    return (ABEJA_SDK, "protobuf<6", sklearn, "pandas")
+
+
+@pytest.fixture(scope="session")
+def abeja_train_python() -> Path:
+    """The Python of a venv holding ABEJA's SDK 2.3.6 with scikit-learn and pandas, installed from the
+    package index once (kept under .cache/, which git ignores): what the jobs of ABEJA's tabular
+    templates run under, mapped to their image with INFERD_ABEJA_TRAINING_PYTHONS."""
+    python = TRAIN_VENV / "bin" / "python"
+    TRAIN_VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(TRAIN_VENV.parent / "abeja-train-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.exists() and _train_works(python):
+            return python
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(TRAIN_VENV)], check=True, timeout=300)
+        installed = subprocess.run(
+            [str(python), "-m", "pip", "install", "--disable-pip-version-check", *_train_pins()],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if installed.returncode != 0:
+            said = installed.stdout + installed.stderr
+            if UNREACHABLE.search(said) or "No matching distribution found" in said:
+                pytest.skip(f"pip cannot reach a package index to install {_train_pins()}: {said[-500:]}")
+            raise AssertionError(f"pip install {_train_pins()} failed:\n{said}")
+    assert _train_works(python)
+    return python
+
+
+def _train_works(python: Path) -> bool:
+    asked = "import abeja.train, abeja.datalake, abeja.version, sklearn, pandas; print(abeja.version.VERSION)"
+    found = subprocess.run([str(python), "-I", "-c", asked], capture_output=True, text=True, timeout=120)
+    return found.returncode == 0 and "2.3.6" in found.stdout

@@ -348,6 +348,8 @@ const platform = (() => {
       } else {
         $("#deployment").hidden = true;
       }
+      // ABEJA training's definitions, jobs with their curves, and training models (training.js)
+      await training.refresh();
       const count = deployments.length;
       status.className = "hint";
       show(status, `${count} deployment${count === 1 ? "" : "s"}. Updated ${new Date().toLocaleTimeString()}; every ${REFRESH_MS / 1000} s.`);
