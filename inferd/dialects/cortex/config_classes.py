@@ -1,0 +1,166 @@
+"""The ``cortex.yaml`` of Cortex 0.12-0.35: APIs whose ``predictor:`` block names a predictor class.
+
+Kept apart from `config` (the 0.8-0.10 layouts) because these releases changed the resource shape
+three times while keeping one ``predictor:`` block:
+
+- 0.12: ``kind: api`` next to an optional ``kind: deployment``, ``endpoint`` at the top level;
+- 0.13-0.19: a list of APIs with no ``kind`` (``endpoint`` at the top level; ``kind: SyncAPI`` late on);
+- 0.20-0.35: ``kind: RealtimeAPI`` (``BatchAPI``, ``TaskAPI``, ``AsyncAPI``, ``TrafficSplitter`` next to
+  it), ``networking.endpoint``.
+
+The predictor block: ``type`` (``python``, ``onnx``, ``tensorflow``), ``path`` to the file holding the
+class, its model (``model`` until 0.17, ``model_path`` after, or ``models``), ``signature_key``,
+``config`` (the constructor's dict), ``python_path``, ``env``. Fields that only concerned Cortex's
+cluster (images, processes and threads per replica, server-side batching) are logged and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("inferd.cortex")
+
+#: The predictor class each ``type`` names, as Cortex looked it up in the file.
+CLASS_NAMES = {"python": "PythonPredictor", "onnx": "ONNXPredictor", "tensorflow": "TensorFlowPredictor"}
+#: Kinds of 0.19+ resources served as a synchronous API.
+REALTIME_KINDS = ("SyncAPI", "RealtimeAPI")
+#: Kinds of 0.20+ resources inferd recognises but does not serve yet, with the release that added them.
+OTHER_KINDS = {
+    "BatchAPI": "0.20",
+    "TaskAPI": "0.30",
+    "AsyncAPI": "0.35",
+    "TrafficSplitter": "0.23",
+    "APISplitter": "0.20",
+}
+#: Predictor fields with no serving meaning outside Cortex's cluster: accepted, logged, ignored.
+IGNORED = (
+    "image",
+    "tensorflow_serving_image",
+    "processes_per_replica",
+    "threads_per_process",
+    "server_side_batching",
+    "shm_size",
+    "log_level",
+    "dependencies",
+)
+KNOWN = (
+    "type",
+    "path",
+    "model",
+    "model_path",
+    "models",
+    "signature_key",
+    "config",
+    "python_path",
+    "env",
+    *IGNORED,
+)
+
+
+def is_class_resource(item: Any) -> bool:
+    """Whether ``item`` is an API (or another resource) of the 0.12-0.35 layouts."""
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("kind")
+    if kind in REALTIME_KINDS or kind in OTHER_KINDS:
+        return True
+    if kind not in (None, "api"):
+        return False
+    block = item.get("predictor") if "predictor" in item else item.get("handler")
+    return isinstance(block, dict) and "type" in block
+
+
+def release_of(item: dict[str, Any]) -> str:
+    """The Cortex releases whose layout ``item`` follows, for messages."""
+    kind = item.get("kind")
+    if kind == "api":
+        return "0.12"
+    if kind is None:
+        return "0.13-0.19"
+    if kind == "SyncAPI":
+        return "0.19"
+    return "0.20-0.35"
+
+
+def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, Any]:
+    """The `ApiConfig` fields of one API of these layouts (endpoint and name aside)."""
+    from inferd.dialects.cortex.config import _error, _handler, _model
+
+    release = release_of(item)
+    kind = item.get("kind")
+    if kind in OTHER_KINDS:
+        raise _error(
+            name,
+            f"kind: {kind} (Cortex {OTHER_KINDS[kind]}+) is not supported yet; "
+            f"inferd serves {' and '.join(REALTIME_KINDS)} resources",
+        )
+    if "handler" in item and "predictor" not in item:
+        raise _error(name, "handler: handler classes (Cortex 0.34-0.35) are not supported yet")
+    block = item.get("predictor")
+    if not isinstance(block, dict):
+        raise _error(name, "predictor: expected a mapping")
+    kind_of = block.get("type")
+    if kind_of not in CLASS_NAMES:
+        raise _error(name, f"predictor: type: must be python, tensorflow or onnx, found {kind_of!r}")
+    for key in block:
+        if key not in KNOWN:
+            raise _error(name, f"predictor: {key}: key is not supported (Cortex {release} layout)")
+        if key in IGNORED:
+            logger.info("api %s: predictor: %s is ignored: inferd runs the predictor itself", name, key)
+    path = block.get("path")
+    if not isinstance(path, str) or not path:
+        raise _error(name, "predictor: path: key is required")
+    config = block.get("config") or {}
+    if not isinstance(config, dict):
+        raise _error(name, "predictor: config: expected a mapping")
+    env = block.get("env") or {}
+    if not isinstance(env, dict):
+        raise _error(name, "predictor: env: expected a mapping")
+    python_path = block.get("python_path")
+    model = _model_of(name, block, kind_of)
+    signature_key = block.get("signature_key")
+    if signature_key is not None and kind_of != "tensorflow":
+        raise _error(name, "predictor: signature_key: key is only valid for the tensorflow predictor type")
+    fields: dict[str, Any] = {
+        "format": "class",
+        "predictor_type": kind_of,
+        "release": release,
+        "metadata": config,
+        "env": {str(key): str(value) for key, value in env.items()},
+        "python_path": (project / python_path).resolve() if python_path else None,
+        "signature_key": signature_key,
+        **_handler(name, path, project),
+    }
+    if model is not None:
+        fields.update(_model(model, project))
+    return fields
+
+
+def _model_of(name: str, block: dict[str, Any], kind: str) -> str | None:
+    """The one model of the API: ``model`` (0.12-0.17), ``model_path`` (0.18+), or a ``models`` list or
+    block naming exactly one (several models are not served yet)."""
+    from inferd.dialects.cortex.config import _error
+
+    given = [key for key in ("model", "model_path", "models") if block.get(key) is not None]
+    if len(given) > 1:
+        raise _error(name, f"predictor: only one of {', '.join(given)} may be given")
+    if not given:
+        if kind != "python":
+            raise _error(name, f"predictor: model_path: key is required for the {kind} predictor type")
+        return None
+    value = block[given[0]]
+    if given[0] != "models":
+        if not isinstance(value, str) or not value:
+            raise _error(name, f"predictor: {given[0]}: expected a path")
+        return value
+    entries = value.get("paths") if isinstance(value, dict) else value
+    if isinstance(value, dict) and value.get("dir") is not None:
+        raise _error(name, "predictor: models: dir: a folder of models is not supported yet")
+    if not isinstance(entries, list) or len(entries) != 1 or not isinstance(entries[0], dict):
+        raise _error(name, "predictor: models: only one model per API is supported yet")
+    path = entries[0].get("model_path") or entries[0].get("path")
+    if not isinstance(path, str) or not path:
+        raise _error(name, "predictor: models: model_path: key is required")
+    return path
