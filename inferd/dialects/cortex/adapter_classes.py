@@ -58,8 +58,9 @@ class OnnxClient:
 
 
 class TensorFlowClient:
-    """``tensorflow_client.predict(model_input, model_name=None, model_version=None)``: the signature's
-    outputs as numpy arrays, keyed by output name."""
+    """``tensorflow_client.predict(model_input, model_name=None, model_version=None)``: a dict keyed by
+    the signature's inputs in; each output's flat list out, as TF Serving's answer read (int64 values
+    as strings, strings base64)."""
 
     def __init__(self, path: Path, signature_key: str | None) -> None:
         from inferd.dialects.cortex import tensorflow
@@ -73,10 +74,10 @@ class TensorFlowClient:
         _check_model(model_name)
         if not isinstance(model_input, dict):
             raise UserRuntimeError("model_input: expected a dictionary keyed by the signature's input names")
-        return {
-            name: np.asarray(value)
-            for name, value in self.model.run(self.model.to_inputs(model_input)).items()
-        }
+        for name in self.model.inputs:
+            if name not in model_input:
+                raise UserRuntimeError(f"missing key '{name}' for model '{model_name or SINGLE_MODEL}'")
+        return self.model.flatten(self.model.run(self.model.to_inputs(model_input)))
 
 
 class PythonClient:
