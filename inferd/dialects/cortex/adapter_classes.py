@@ -42,19 +42,54 @@ class UserRuntimeError(Exception):
     """What Cortex's clients raised for a wrong model name or input (``UserRuntimeException``)."""
 
 
-class OnnxClient:
-    """``onnx_client.predict(model_input, model_name=None, model_version=None)`` over one session."""
+class Models:
+    """The API's models by name: ``_cortex_default`` alone for ``model_path``, else the ``models``
+    names. Picking one follows Cortex's clients: the single model whatever name is asked, else the
+    name is required and must be listed."""
 
-    def __init__(self, path: Path) -> None:
-        self.session = onnx.open_session(path)
-        self.inputs = self.session.get_inputs()
-        self.input_signatures = onnx.signature_body(self.inputs)
+    def __init__(self, paths: dict[str, Path]) -> None:
+        self.paths, self.single = paths, list(paths) == [SINGLE_MODEL]
+
+    def pick(self, model_name: str | None) -> str:
+        if self.single:
+            return SINGLE_MODEL
+        if model_name is None:
+            raise UserRuntimeError(
+                f"model_name was not specified, choose one of the following: {list(self.paths)}"
+            )
+        if model_name not in self.paths:
+            raise UserRuntimeError(f"'{model_name}' model wasn't found in the list of available models")
+        return model_name
+
+
+class OnnxClient:
+    """``onnx_client.predict(model_input, model_name=None, model_version=None)`` over one session per
+    model (a ``.onnx`` file, or a folder holding one, in its highest numeric version folder if any)."""
+
+    def __init__(self, models: Models) -> None:
+        self.models = models
+        self.sessions = {name: onnx.open_session(onnx_file(path)) for name, path in models.paths.items()}
+        self.inputs = {name: session.get_inputs() for name, session in self.sessions.items()}
+        signatures = {name: onnx.signature_body(args) for name, args in self.inputs.items()}
+        self.input_signatures = signatures[SINGLE_MODEL] if models.single else signatures
 
     def predict(
         self, model_input: Any, model_name: str | None = None, model_version: str | None = None
     ) -> Any:
-        _check_model(model_name)
-        return self.session.run([], to_feed(model_input, self.inputs, model_name or SINGLE_MODEL))
+        name = self.models.pick(model_name)
+        return self.sessions[name].run([], to_feed(model_input, self.inputs[name], name))
+
+
+def onnx_file(path: Path) -> Path:
+    """The model file of ``path``: itself, or the ``.onnx`` in it (in its highest version folder)."""
+    if not path.is_dir():
+        return path
+    versions = [child for child in path.iterdir() if child.is_dir() and child.name.isdigit()]
+    folder = max(versions, key=lambda child: int(child.name)) if versions else path
+    found = sorted(folder.glob("*.onnx"))
+    if not found:
+        raise UserRuntimeError(f"no .onnx file in {folder}")
+    return found[0]
 
 
 class TensorFlowClient:
@@ -62,48 +97,52 @@ class TensorFlowClient:
     the signature's inputs in; each output's flat list out, as TF Serving's answer read (int64 values
     as strings, strings base64)."""
 
-    def __init__(self, path: Path, signature_key: str | None) -> None:
+    def __init__(self, models: Models, signature_keys: dict[str, str | None]) -> None:
         from inferd.dialects.cortex import tensorflow
 
-        self.model = tensorflow.SavedModel(path, signature_key)
-        self.input_signatures = self.model.signature_body()
+        self.models = models
+        self.saved = {
+            name: tensorflow.SavedModel(path, signature_keys.get(name)) for name, path in models.paths.items()
+        }
+        signatures = {name: model.signature_body() for name, model in self.saved.items()}
+        self.input_signatures = signatures[SINGLE_MODEL] if models.single else signatures
 
     def predict(
         self, model_input: Any, model_name: str | None = None, model_version: str | None = None
     ) -> Any:
-        _check_model(model_name)
+        name = self.models.pick(model_name)
+        model = self.saved[name]
         if not isinstance(model_input, dict):
             raise UserRuntimeError("model_input: expected a dictionary keyed by the signature's input names")
-        for name in self.model.inputs:
-            if name not in model_input:
-                raise UserRuntimeError(f"missing key '{name}' for model '{model_name or SINGLE_MODEL}'")
-        return self.model.flatten(self.model.run(self.model.to_inputs(model_input)))
+        for key in model.inputs:
+            if key not in model_input:
+                raise UserRuntimeError(f"missing key '{key}' for model '{name}'")
+        return model.flatten(model.run(model.to_inputs(model_input)))
+
+    def close(self) -> None:
+        for model in self.saved.values():
+            model.close()
 
 
 class PythonClient:
-    """``python_client.get_model(model_name=None, model_version="latest")``: the predictor's
-    ``load_model(model_path)`` of the API's model, called once."""
+    """``python_client.get_model(model_name=None, model_version="latest")``: what the predictor's
+    ``load_model(model_path)`` returned for that model, called once per model."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path, self.loaded = path, False
+    def __init__(self, models: Models) -> None:
+        self.models = models
         self.predictor: Any = None
-        self.model: Any = None
+        self.loaded: dict[str, Any] = {}
 
     def get_model(self, model_name: str | None = None, model_version: str = "latest") -> Any:
-        _check_model(model_name)
-        if self.path is None:
-            raise UserRuntimeError("this API has no model_path")
-        if not self.loaded:
+        if not self.models.paths:
+            raise UserRuntimeError("this API has no model_path or models")
+        name = self.models.pick(model_name)
+        if name not in self.loaded:
             load_model = getattr(self.predictor, "load_model", None)
             if not callable(load_model):
                 raise UserRuntimeError("the PythonPredictor class has no load_model(model_path) method")
-            self.model, self.loaded = load_model(str(self.path)), True
-        return self.model
-
-
-def _check_model(name: str | None) -> None:
-    if name not in (None, SINGLE_MODEL):
-        raise UserRuntimeError(f"'{name}' model wasn't found in the list of available models")
+            self.loaded[name] = load_model(str(self.models.paths[name]))
+        return self.loaded[name]
 
 
 def to_feed(model_input: Any, args: list[Any], model: str) -> dict[str, Any]:
@@ -153,17 +192,21 @@ class ClassApi(CortexModel):
     def load(self) -> None:
         os.chdir(self.api.project_dir)
         clients: dict[str, Any] = {}
-        if self.api.predictor_type == "onnx":
-            assert self.api.model is not None
-            clients["onnx_client"] = self.client = OnnxClient(self.api.model)
-        elif self.api.predictor_type == "tensorflow":
-            assert self.api.model is not None
-            clients["tensorflow_client"] = self.client = TensorFlowClient(
-                self.api.model, self.api.signature_key
+        api = self.api
+        if api.named_models:
+            models = Models(
+                {model.name: model.model for model in api.named_models if model.model is not None}
             )
+            keys = {model.name: model.signature_key for model in api.named_models}
         else:
-            python_client = PythonClient(self.api.model)
-            clients["python_client"] = self.client = python_client
+            models = Models({SINGLE_MODEL: api.model} if api.model is not None else {})
+            keys = {SINGLE_MODEL: api.signature_key}
+        if api.predictor_type == "onnx":
+            clients["onnx_client"] = self.client = OnnxClient(models)
+        elif api.predictor_type == "tensorflow":
+            clients["tensorflow_client"] = self.client = TensorFlowClient(models, keys)
+        else:
+            clients["python_client"] = self.client = PythonClient(models)
         self.instance = self.predictor_class.construct(self.api, clients)
         if isinstance(self.client, PythonClient):
             self.client.predictor = self.instance
@@ -171,7 +214,7 @@ class ClassApi(CortexModel):
 
     def unload(self) -> None:
         if isinstance(self.client, TensorFlowClient):
-            self.client.model.close()
+            self.client.close()
 
     def call(self, payload: Any, query_params: Any = None, headers: Any = None) -> Any:
         """``predict`` with the arguments it names; ``post_predict`` after it, its errors only logged."""

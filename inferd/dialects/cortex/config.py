@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inferd.core.errors import TargetError
-from inferd.dialects.cortex.config_classes import OTHER_KINDS, REALTIME_KINDS, class_fields, is_class_resource
+from inferd.dialects.cortex.config_classes import (
+    OTHER_KINDS,
+    REALTIME_KINDS,
+    NamedModel,
+    class_fields,
+    is_class_resource,
+)
 from inferd.storage.locations import local_path
 
 #: ``class``: a 0.12-0.35 predictor class (`config_classes`); the others are 0.8-0.10 blocks.
@@ -52,6 +58,8 @@ class ApiConfig:
     predictor_type: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     release: str = "0.8-0.10"
+    #: The models of a multi-model predictor class (``models``), by name.
+    named_models: tuple[NamedModel, ...] = ()
 
 
 def read_yaml(path: Path) -> Any:

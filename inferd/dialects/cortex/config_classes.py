@@ -17,6 +17,7 @@ cluster (images, processes and threads per replica, server-side batching) are lo
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ IGNORED = (
     "log_level",
     "dependencies",
 )
+#: ``models`` fields about Cortex's model cache: accepted and ignored (inferd loads every listed model).
+MODELS_IGNORED = ("cache_size", "disk_cache_size")
 KNOWN = (
     "type",
     "path",
@@ -133,14 +136,30 @@ def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, An
         "signature_key": signature_key,
         **_handler(name, path, project),
     }
-    if model is not None:
+    if isinstance(model, str):
         fields.update(_model(model, project))
+    elif model is not None:
+        fields["named_models"] = tuple(
+            NamedModel(entry["name"], signature_key=entry["signature_key"], **_model(entry["path"], project))
+            for entry in model
+        )
     return fields
 
 
-def _model_of(name: str, block: dict[str, Any], kind: str) -> str | None:
-    """The one model of the API: ``model`` (0.12-0.17), ``model_path`` (0.18+), or a ``models`` list or
-    block naming exactly one (several models are not served yet)."""
+@dataclass(frozen=True)
+class NamedModel:
+    """One model of a multi-model API (``models.paths`` / a ``models`` list): its name, where it is (a
+    local path, or a storage URI start-up fetches) and, for TensorFlow, its signature key."""
+
+    name: str
+    model: Path | None = None
+    model_uri: str | None = None
+    signature_key: str | None = None
+
+
+def _model_of(name: str, block: dict[str, Any], kind: str) -> str | list[dict[str, Any]] | None:
+    """The API's model: ``model`` (0.12-0.17) or ``model_path`` (0.18+), one path; or ``models``, a list
+    of entries (0.18-0.19) or a block with ``paths`` (0.20+), several named models."""
     from inferd.dialects.cortex.config import _error
 
     given = [key for key in ("model", "model_path", "models") if block.get(key) is not None]
@@ -155,12 +174,29 @@ def _model_of(name: str, block: dict[str, Any], kind: str) -> str | None:
         if not isinstance(value, str) or not value:
             raise _error(name, f"predictor: {given[0]}: expected a path")
         return value
+    if isinstance(value, dict):
+        unknown = [key for key in value if key not in ("paths", "dir", "signature_key", *MODELS_IGNORED)]
+        if unknown:
+            raise _error(name, f"predictor: models: {unknown[0]}: key is not supported")
+        if value.get("dir") is not None:
+            raise _error(
+                name, "predictor: models: dir: a folder of models is not supported yet; list them in paths"
+            )
     entries = value.get("paths") if isinstance(value, dict) else value
-    if isinstance(value, dict) and value.get("dir") is not None:
-        raise _error(name, "predictor: models: dir: a folder of models is not supported yet")
-    if not isinstance(entries, list) or len(entries) != 1 or not isinstance(entries[0], dict):
-        raise _error(name, "predictor: models: only one model per API is supported yet")
-    path = entries[0].get("model_path") or entries[0].get("path")
-    if not isinstance(path, str) or not path:
-        raise _error(name, "predictor: models: model_path: key is required")
-    return path
+    if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
+        raise _error(name, "predictor: models: paths: expected a list of {name, model_path}")
+    default_key = value.get("signature_key") if isinstance(value, dict) else None
+    found = []
+    for entry in entries:
+        model_name, path = entry.get("name"), entry.get("model_path")
+        if not isinstance(model_name, str) or not model_name:
+            raise _error(name, "predictor: models: name: key is required")
+        if not isinstance(path, str) or not path:
+            raise _error(name, f"predictor: models: {model_name}: model_path: key is required")
+        found.append(
+            {"name": model_name, "path": path, "signature_key": entry.get("signature_key") or default_key}
+        )
+    names = [entry["name"] for entry in found]
+    if len(set(names)) != len(names):
+        raise _error(name, "predictor: models: each model needs a name of its own")
+    return found

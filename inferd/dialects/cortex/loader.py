@@ -67,15 +67,27 @@ def _class_factory(api: ApiConfig, settings: DialectSettings) -> ModelFactory:
     from inferd.dialects.cortex.adapter_classes import ClassApi
     from inferd.dialects.cortex.predictor_classes import load_predictor_class
 
+    named = tuple(
+        replace(
+            model, model=fetched(replace(api, model_uri=model.model_uri, model=model.model), settings).model
+        )
+        for model in api.named_models
+    )
+    api = replace(api, named_models=named)
+    paths = [model.model for model in named] if named else ([api.model] if api.model is not None else [])
+    for path in paths:
+        if path is None or not path.exists():
+            raise TargetError(f"api {api.name}: model {path}: no such file or directory")
     if api.predictor_type == "onnx":
         onnx.require_onnxruntime()
     elif api.predictor_type == "tensorflow":
         tensorflow.require_tensorflow()
-        assert api.model is not None
-        try:
-            tensorflow.check_model_path(api.model)
-        except TargetError as exc:
-            raise TargetError(f"api {api.name}: {exc}") from None
+        for path in paths:
+            assert path is not None
+            try:
+                tensorflow.check_model_path(path)
+            except TargetError as exc:
+                raise TargetError(f"api {api.name}: {exc}") from None
     predictor = load_predictor_class(api)
     return _configured(lambda: ClassApi(api, predictor), settings)
 

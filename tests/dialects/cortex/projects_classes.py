@@ -112,6 +112,53 @@ V25 = {
             type: onnx
             path: src/onnx_predictor.py
             model_path: models/iris.onnx
+        - name: multi
+          kind: RealtimeAPI
+          predictor:
+            type: onnx
+            path: src/multi.py
+            models:
+              paths:
+                - name: flat
+                  model_path: models/iris.onnx
+                - name: versioned
+                  model_path: models/iris-versions
+              cache_size: 2
+              disk_cache_size: 2
+        - name: pickled
+          kind: RealtimeAPI
+          predictor:
+            type: python
+            path: src/pickled.py
+            model_path: model.pkl
+    """,
+    "src/multi.py": """
+        class ONNXPredictor:
+            def __init__(self, onnx_client, config):
+                self.client = onnx_client
+
+            def predict(self, payload, query_params):
+                name = query_params.get("model")
+                labels, _ = self.client.predict([payload["row"]], name)
+                return {"model": name, "label": int(labels[0])}
+    """,
+    "src/pickled.py": """
+        import pickle
+
+
+        class PythonPredictor:
+            def __init__(self, config, python_client):
+                self.client = python_client
+                self.loads = 0
+
+            def load_model(self, model_path):
+                self.loads += 1
+                with open(model_path, "rb") as file:
+                    return pickle.load(file)
+
+            def predict(self, payload):
+                label = self.client.get_model().predict([payload["row"]])[0]
+                return {"label": int(label), "loads": self.loads}
     """,
     "src/words.py": """
         import os

@@ -50,7 +50,12 @@ def v17(root: Path) -> Iterator[RunningServer]:
 
 @pytest.fixture(scope="module")
 def v25(root: Path) -> Iterator[RunningServer]:
-    folder = project(root, "v25", projects_classes.V25, {"models/iris.onnx": "iris.onnx"})
+    models = {
+        "models/iris.onnx": "iris.onnx",
+        "models/iris-versions/2/model.onnx": "iris.onnx",
+        "model.pkl": "model.pkl",
+    }
+    folder = project(root, "v25", projects_classes.V25, models)
     with serve(str(folder), "--no-grpc") as server:
         yield server
 
@@ -186,3 +191,22 @@ def test_unknown_predictor_field_names_the_release(root: Path) -> None:
     assert done.returncode == 2
     assert "api x: predictor: gpu_count: key is not supported (Cortex 0.13-0.19 layout)" in done.stderr
     assert httpx is not None
+
+
+def test_v25_multi_model_onnx_and_a_python_client_model(v25: RunningServer) -> None:
+    """``models.paths``: the predictor picks a model by name (a file, or a folder of versions); no name
+    or an unknown one is the client's error (Cortex's 500). ``model_path`` of a python predictor is
+    loaded once through its own ``load_model``."""
+    row = list(VIRGINICA.values())
+    with v25.http() as http:
+        for name in ("flat", "versioned"):
+            answer = http.post(f"/multi?model={name}", json={"row": row})
+            assert answer.json() == {"model": name, "label": 2}, answer.text
+        assert http.post("/multi?model=other", json={"row": row}).status_code == 500
+        assert http.post("/multi", json={"row": row}).status_code == 500
+        signatures = http.get("/multi").json()["model_signatures"]
+        assert set(signatures) == {"flat", "versioned"}
+        for _ in range(2):
+            assert http.post("/pickled", json={"row": row}).json() == {"label": 2, "loads": 1}
+    assert "'other' model wasn't found in the list of available models" in v25.log
+    assert "model_name was not specified, choose one of the following: ['flat', 'versioned']" in v25.log
