@@ -131,7 +131,7 @@ def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, An
         "predictor_type": kind_of,
         "release": release,
         "metadata": config,
-        "env": {str(key): str(value) for key, value in env.items()},
+        "env": {**dot_env(project), **{str(key): str(value) for key, value in env.items()}},
         "python_path": (project / python_path).resolve() if python_path else None,
         "signature_key": signature_key,
         **_handler(name, path, project),
@@ -144,6 +144,21 @@ def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, An
             for entry in model
         )
     return fields
+
+
+def dot_env(project: Path) -> dict[str, str]:
+    """The ``.env`` file at the project's root (0.19+): ``VARIABLE=value`` lines, exported before the
+    predictor loads; the ``env`` of cortex.yaml wins over it."""
+    path = project / ".env"
+    if not path.is_file():
+        return {}
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.removeprefix("export ").split("=", 1)
+            found[key.strip()] = value.strip().strip("'\"")
+    return found
 
 
 @dataclass(frozen=True)

@@ -160,11 +160,15 @@ V25 = {
                 label = self.client.get_model().predict([payload["row"]])[0]
                 return {"label": int(label), "loads": self.loads}
     """,
+    ".env": """
+        # read by every API of the project
+        export ECHO_PREFIX='>'
+    """,
     "src/words.py": """
         import os
 
         def shout(text):
-            return text.upper() + os.environ["ECHO_SUFFIX"]
+            return os.environ["ECHO_PREFIX"] + text.upper() + os.environ["ECHO_SUFFIX"]
     """,
     "src/predictor.py": """
         from starlette.responses import Response

@@ -115,7 +115,7 @@ def test_v25_payload_and_response_types(v25: RunningServer) -> None:
         assert body["greeting"] == "hello" and body["payload"] == {"a": 1}
         assert body["q"] == "42" and body["header"] == "yes"
         text = http.post("/v1/echo", content="quiet", headers={"content-type": "text/plain"})
-        assert text.text == "QUIET!" and text.headers["content-type"].startswith("text/plain")
+        assert text.text == ">QUIET!" and text.headers["content-type"].startswith("text/plain")
         raw = http.post(
             "/v1/echo", content=b"\x00\x01\x02", headers={"content-type": "application/octet-stream"}
         )
@@ -139,7 +139,7 @@ def test_v25_errors_as_cortex_answered_them(v25: RunningServer) -> None:
             http.post("/v1/echo", content=b"\xff", headers={"content-type": "text/plain"}).status_code == 400
         )
         assert http.post("/v1/echo", json={"a": 2}).json()["payload"] == {"a": 2}
-    assert "the predictor crashed" in v25.log
+    assert "the predictor crashed" in v25.wait_for_log("the predictor crashed")
 
 
 def test_v25_onnx_batch_and_v2(v25: RunningServer) -> None:
@@ -208,5 +208,8 @@ def test_v25_multi_model_onnx_and_a_python_client_model(v25: RunningServer) -> N
         assert set(signatures) == {"flat", "versioned"}
         for _ in range(2):
             assert http.post("/pickled", json={"row": row}).json() == {"label": 2, "loads": 1}
-    assert "'other' model wasn't found in the list of available models" in v25.log
-    assert "model_name was not specified, choose one of the following: ['flat', 'versioned']" in v25.log
+    for said in (
+        "'other' model wasn't found in the list of available models",
+        "model_name was not specified, choose one of the following: ['flat', 'versioned']",
+    ):
+        assert said in v25.wait_for_log(said)
