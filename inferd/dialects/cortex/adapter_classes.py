@@ -206,7 +206,8 @@ class ClassApi(CortexModel):
         elif api.predictor_type == "tensorflow":
             clients["tensorflow_client"] = self.client = TensorFlowClient(models, keys)
         else:
-            clients["python_client"] = self.client = PythonClient(models)
+            self.client = PythonClient(models)
+            clients["model_client" if api.handler_class else "python_client"] = self.client
         self.instance = self.predictor_class.construct(self.api, clients)
         if isinstance(self.client, PythonClient):
             self.client.predictor = self.instance
@@ -216,16 +217,17 @@ class ClassApi(CortexModel):
         if isinstance(self.client, TensorFlowClient):
             self.client.close()
 
-    def call(self, payload: Any, query_params: Any = None, headers: Any = None) -> Any:
-        """``predict`` with the arguments it names; ``post_predict`` after it, its errors only logged."""
+    def call(self, payload: Any, query_params: Any = None, headers: Any = None, method: str = "POST") -> Any:
+        """The method answering ``method`` (``predict``, or a Handler's ``handle_<method>``) with the
+        arguments it names; ``post_predict`` after ``predict``, its errors only logged."""
         available = {
             "payload": payload,
             "query_params": QueryParams() if query_params is None else query_params,
             "headers": Headers() if headers is None else headers,
             "batch_id": None,
         }
-        names = self.predictor_class.predict_args
-        result = self.instance.predict(**{name: available[name] for name in names})
+        function, names = self.predictor_class.methods[method]
+        result = getattr(self.instance, function)(**{name: available[name] for name in names})
         post_names = self.predictor_class.post_predict_args
         if post_names is not None:
             try:
@@ -236,11 +238,11 @@ class ClassApi(CortexModel):
                 logger.exception("api %s: post_predict failed", self.api.name)
         return result
 
-    async def call_async(self, payload: Any, query_params: Any, headers: Any) -> Any:
+    async def call_async(self, payload: Any, query_params: Any, headers: Any, method: str = "POST") -> Any:
         if not self.predict_in_thread:
-            return self.call(payload, query_params, headers)
+            return self.call(payload, query_params, headers, method)
         async with self.lock:
-            return await asyncio.to_thread(self.call, payload, query_params, headers)
+            return await asyncio.to_thread(self.call, payload, query_params, headers, method)
 
     def respond(self, sample: Any, debug: bool) -> Any:
         return self.call(sample)
@@ -251,6 +253,8 @@ class ClassApi(CortexModel):
 
     def predict(self, inputs: Tensors) -> Tensors:
         """V2: each element of ``json`` is a JSON payload; each answer is JSON (bytes stay bytes)."""
+        if "POST" not in self.predictor_class.methods:
+            raise InvalidInput(f"api {self.api.name}: the Handler has no handle_post for V2 to call")
         answers: list[bytes] = []
         for document in inputs[JSON_TENSOR].ravel():
             try:

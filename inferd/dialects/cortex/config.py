@@ -56,6 +56,8 @@ class ApiConfig:
     tracker: Tracker | None = None
     #: A predictor class's ``type`` (python, onnx, tensorflow), its env, and the releases of its layout.
     predictor_type: str | None = None
+    #: A 0.34-0.35 ``Handler`` class (``handle_post``...) rather than a predictor class.
+    handler_class: bool = False
     env: dict[str, str] = field(default_factory=dict)
     release: str = "0.8-0.10"
     #: The models of a multi-model predictor class (``models``), by name.

@@ -99,28 +99,34 @@ def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, An
             f"kind: {kind} (Cortex {OTHER_KINDS[kind]}+) is not supported yet; "
             f"inferd serves {' and '.join(REALTIME_KINDS)} resources",
         )
-    if "handler" in item and "predictor" not in item:
-        raise _error(name, "handler: handler classes (Cortex 0.34-0.35) are not supported yet")
-    block = item.get("predictor")
+    section = "handler" if "handler" in item and "predictor" not in item else "predictor"
+    block = item.get(section)
     if not isinstance(block, dict):
-        raise _error(name, "predictor: expected a mapping")
+        raise _error(name, f"{section}: expected a mapping")
     kind_of = block.get("type")
-    if kind_of not in CLASS_NAMES:
+    if section == "handler":
+        release = "0.34-0.35"
+        if kind_of not in ("python", "tensorflow"):
+            raise _error(name, f"handler: type: must be python or tensorflow, found {kind_of!r}")
+    elif kind_of not in CLASS_NAMES:
         raise _error(name, f"predictor: type: must be python, tensorflow or onnx, found {kind_of!r}")
+    known = (*KNOWN, "multi_model_reloading") if section == "handler" else KNOWN
     for key in block:
-        if key not in KNOWN:
-            raise _error(name, f"predictor: {key}: key is not supported (Cortex {release} layout)")
+        if key not in known:
+            raise _error(name, f"{section}: {key}: key is not supported (Cortex {release} layout)")
         if key in IGNORED:
-            logger.info("api %s: predictor: %s is ignored: inferd runs the predictor itself", name, key)
+            logger.info("api %s: %s: %s is ignored: inferd runs the %s itself", name, section, key, section)
     path = block.get("path")
     if not isinstance(path, str) or not path:
-        raise _error(name, "predictor: path: key is required")
+        raise _error(name, f"{section}: path: key is required")
     config = block.get("config") or {}
     if not isinstance(config, dict):
-        raise _error(name, "predictor: config: expected a mapping")
+        raise _error(name, f"{section}: config: expected a mapping")
     env = block.get("env") or {}
     if not isinstance(env, dict):
-        raise _error(name, "predictor: env: expected a mapping")
+        raise _error(name, f"{section}: env: expected a mapping")
+    if section == "handler":
+        block = _handler_models(name, block)
     python_path = block.get("python_path")
     model = _model_of(name, block, kind_of)
     signature_key = block.get("signature_key")
@@ -129,6 +135,7 @@ def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, An
     fields: dict[str, Any] = {
         "format": "class",
         "predictor_type": kind_of,
+        "handler_class": section == "handler",
         "release": release,
         "metadata": config,
         "env": {**dot_env(project), **{str(key): str(value) for key, value in env.items()}},
@@ -159,6 +166,22 @@ def dot_env(project: Path) -> dict[str, str]:
             key, value = line.removeprefix("export ").split("=", 1)
             found[key.strip()] = value.strip().strip("'\"")
     return found
+
+
+def _handler_models(name: str, block: dict[str, Any]) -> dict[str, Any]:
+    """A 0.34-0.35 handler block with its models (``models`` for TensorFlow, ``multi_model_reloading``
+    for Python: ``path`` for one model, ``paths`` for several) as the predictor block wrote them."""
+    from inferd.dialects.cortex.config import _error
+
+    models = block.get("models") if block.get("models") is not None else block.get("multi_model_reloading")
+    rest = {key: value for key, value in block.items() if key not in ("models", "multi_model_reloading")}
+    if models is None:
+        return rest
+    if not isinstance(models, dict):
+        raise _error(name, "handler: models: expected a mapping")
+    if models.get("path") is not None:
+        return {**rest, "model_path": models["path"], "signature_key": models.get("signature_key")}
+    return {**rest, "models": {key: value for key, value in models.items() if key != "path"}}
 
 
 @dataclass(frozen=True)

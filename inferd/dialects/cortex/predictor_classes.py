@@ -11,6 +11,7 @@ the server with exit 1 and the user's frames).
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,8 +28,29 @@ INIT_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "onnx": (("onnx_client", "config"), ("job_spec",)),
     "tensorflow": (("tensorflow_client", "config"), ("job_spec",)),
 }
+#: A 0.34-0.35 ``Handler``'s constructor parameters per type.
+HANDLER_INIT_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "python": (("config",), ("model_client", "metrics_client")),
+    "tensorflow": (("config", "tensorflow_client"), ("metrics_client",)),
+}
+#: The HTTP methods a Handler may answer, each by its ``handle_<method>``.
+HANDLER_METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
+HANDLE_PARAMS = ("payload", "query_params", "headers")
+logger = logging.getLogger("inferd.cortex")
 PREDICT_PARAMS = ("payload", "query_params", "headers", "batch_id")
 POST_PREDICT_PARAMS = ("response", "payload", "query_params", "headers")
+
+
+class MetricsClient:
+    """A 0.34-0.35 ``metrics_client``: custom metrics are logged at debug level (Cortex sent them to
+    its Prometheus)."""
+
+    def put_metric(self, key: str, value: float, tags: dict[str, str] | None = None) -> None:
+        logger.debug("metric %s=%s %s", key, value, tags or {})
+
+    increment_counter = put_metric
+    set_gauge = put_metric
+    histogram = put_metric
 
 
 @dataclass(frozen=True)
@@ -37,27 +59,36 @@ class PredictorClass:
 
     cls: type[Any]
     init_args: tuple[str, ...]
-    predict_args: tuple[str, ...]
+    #: HTTP method -> (the method answering it, its parameter names).
+    methods: dict[str, tuple[str, tuple[str, ...]]]
     post_predict_args: tuple[str, ...] | None
 
     def construct(self, api: ApiConfig, clients: dict[str, Any]) -> Any:
         """An instance, ``env`` applied first and arguments passed by the names ``__init__`` uses."""
         os.environ.update(api.env)
-        available = {"config": dict(api.metadata), "job_spec": None, **clients}
+        available = {
+            "config": dict(api.metadata),
+            "job_spec": None,
+            "metrics_client": MetricsClient(),
+            **clients,
+        }
         return self.cls(**{name: available.get(name) for name in self.init_args})
 
 
 def load_predictor_class(api: ApiConfig) -> PredictorClass:
-    """The predictor class of ``api``, checked as Cortex checked it at deploy time."""
+    """The predictor (or handler) class of ``api``, checked as Cortex checked it at deploy time."""
     assert api.predictor_type is not None
-    class_name = CLASS_NAMES[api.predictor_type]
+    class_name = "Handler" if api.handler_class else CLASS_NAMES[api.predictor_type]
     os.environ.update(api.env)  # module-level code may read it, as in Cortex's container
     namespace = load_namespace(api, "predictor")
     cls = namespace.get(class_name)
     if not inspect.isclass(cls):
         raise _error(api, f"class {class_name}: class is required but was not found")
-    required, optional = INIT_PARAMS[api.predictor_type]
+    params = HANDLER_INIT_PARAMS if api.handler_class else INIT_PARAMS
+    required, optional = params[api.predictor_type]
     init_args = _names(api, class_name, "__init__", cls.__init__, required, optional)
+    if api.handler_class:
+        return _handler_class(api, cls, init_args)
     predict = getattr(cls, "predict", None)
     if not callable(predict):
         raise _error(api, f"class {class_name}: function predict: function is required but was not found")
@@ -66,7 +97,20 @@ def load_predictor_class(api: ApiConfig) -> PredictorClass:
     post_args = None
     if callable(post_predict):
         post_args = _names(api, class_name, "post_predict", post_predict, (), POST_PREDICT_PARAMS)
-    return PredictorClass(cls, init_args, predict_args, post_args)
+    return PredictorClass(cls, init_args, {"POST": ("predict", predict_args)}, post_args)
+
+
+def _handler_class(api: ApiConfig, cls: type[Any], init_args: tuple[str, ...]) -> PredictorClass:
+    """A Handler: each ``handle_<method>`` it defines answers that HTTP method; one is required."""
+    methods = {}
+    for method in HANDLER_METHODS:
+        function = f"handle_{method.lower()}"
+        fn = getattr(cls, function, None)
+        if callable(fn):
+            methods[method] = (function, _names(api, "Handler", function, fn, (), HANDLE_PARAMS))
+    if not methods:
+        raise _error(api, "class Handler: function handle_post: a handle_<method> function is required")
+    return PredictorClass(cls, init_args, methods, None)
 
 
 def _names(

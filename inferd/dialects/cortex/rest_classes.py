@@ -26,6 +26,7 @@ from inferd.core.dataplane import DataPlane
 from inferd.core.errors import InferdError
 from inferd.dialects.cortex.adapter_classes import ClassApi
 from inferd.dialects.cortex.config import ApiConfig
+from inferd.dialects.cortex.predictor_classes import HANDLER_METHODS
 from inferd.dialects.cortex.rest import CORS, PROTOCOL
 from inferd.dialects.cortex.tracker import track
 
@@ -82,17 +83,24 @@ class ClassPredict:
 
     def __init__(self, dataplane: DataPlane, api: ApiConfig) -> None:
         self.dataplane, self.name, self.tracker = dataplane, api.name, api.tracker
+        self.summary = Summary(dataplane, api)
         metrics.series(api.name, PROTOCOL)
 
     async def handle(self, request: Request) -> Response:
-        payload = await parse_payload(request)
+        model = self.dataplane.registry.get(self.name)
+        method = request.method
+        if isinstance(model, ClassApi) and method not in model.predictor_class.methods:
+            if method == "GET":
+                return await self.summary.handle(request)
+            return _cors(JSONResponse({"detail": "Method Not Allowed"}, 405))
+        payload = await parse_payload(request) if method != "GET" else None
         if isinstance(payload, Response):
             return _cors(payload)
         with self.dataplane.call(self.name, PROTOCOL, ClassApi) as call:
             model = call.model
             try:
                 result = await call.run(
-                    lambda: model.call_async(payload, request.query_params, request.headers)
+                    lambda: model.call_async(payload, request.query_params, request.headers, method)
                 )
             except InferdError:
                 raise
@@ -130,7 +138,7 @@ def _cors(response: Response) -> Response:
 
 
 def class_routes(dataplane: DataPlane, api: ApiConfig, path: str) -> list[BaseRoute]:
-    return [
-        Route(path, ClassPredict(dataplane, api).handle, methods=["POST"]),
-        Route(path, Summary(dataplane, api).handle, methods=["GET"]),
-    ]
+    """``POST`` and ``GET`` (the summary) of a predictor; every method a Handler may answer (those it
+    does not define answer 405, GET the summary)."""
+    methods = list(HANDLER_METHODS) if api.handler_class else ["POST", "GET"]
+    return [Route(path, ClassPredict(dataplane, api).handle, methods=methods)]

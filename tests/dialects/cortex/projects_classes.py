@@ -215,6 +215,43 @@ V25 = {
     """,
 }
 
+#: 0.34-0.35: a ``handler:`` block and a ``Handler`` class answering POST and GET, its model loaded
+#: through ``model_client`` from ``multi_model_reloading.path``.
+V35 = {
+    "cortex.yaml": """
+        - name: handled
+          kind: RealtimeAPI
+          handler:
+            type: python
+            path: handler.py
+            config:
+              scale: 2
+            multi_model_reloading:
+              path: model.pkl
+            shm_size: 1Gi
+    """,
+    "handler.py": """
+        import pickle
+
+
+        class Handler:
+            def __init__(self, config, model_client, metrics_client):
+                self.client, self.metrics = model_client, metrics_client
+                self.scale = config["scale"]
+
+            def load_model(self, model_path):
+                with open(model_path, "rb") as file:
+                    return pickle.load(file)
+
+            def handle_post(self, payload):
+                self.metrics.put_metric("calls", 1, {"api": "handled"})
+                return {"label": int(self.client.get_model().predict([payload["row"]])[0])}
+
+            def handle_get(self, query_params):
+                return {"scale": self.scale, "q": query_params.get("q")}
+    """,
+}
+
 #: 0.20+: a predictor whose constructor raises.
 INIT_RAISES = {
     "cortex.yaml": """

@@ -213,3 +213,15 @@ def test_v25_multi_model_onnx_and_a_python_client_model(v25: RunningServer) -> N
         "model_name was not specified, choose one of the following: ['flat', 'versioned']",
     ):
         assert said in v25.wait_for_log(said)
+
+
+def test_v35_handler_class_answers_its_methods(root: Path) -> None:
+    folder = project(root, "v35", projects_classes.V35, {"model.pkl": "model.pkl"})
+    row = list(VIRGINICA.values())
+    with serve(str(folder), "--no-grpc") as server, server.http() as http:
+        assert http.post("/handled", json={"row": row}).json() == {"label": 2}
+        assert http.get("/handled?q=1").json() == {"scale": 2, "q": "1"}
+        refused = http.put("/handled", json={})
+        assert (refused.status_code, refused.json()) == (405, {"detail": "Method Not Allowed"})
+        v2 = http.post("/v2/models/handled/infer", json=_v2_json({"row": row})).json()
+        assert v2["outputs"][0]["data"] == ['{"label":2}']
