@@ -27,7 +27,7 @@ from inferd.core.errors import InferdError
 from inferd.dialects.cortex.adapter_classes import ClassApi
 from inferd.dialects.cortex.config import ApiConfig
 from inferd.dialects.cortex.predictor_classes import HANDLER_METHODS
-from inferd.dialects.cortex.rest import CORS, PROTOCOL
+from inferd.dialects.cortex.rest import CORS, PREFLIGHT, PROTOCOL
 from inferd.dialects.cortex.tracker import track
 
 logger = logging.getLogger("inferd.cortex")
@@ -139,6 +139,9 @@ def _cors(response: Response) -> Response:
 
 def class_routes(dataplane: DataPlane, api: ApiConfig, path: str) -> list[BaseRoute]:
     """``POST`` and ``GET`` (the summary) of a predictor; every method a Handler may answer (those it
-    does not define answer 405, GET the summary)."""
+    does not define answer 405, GET the summary); and the CORS preflight."""
     methods = list(HANDLER_METHODS) if api.handler_class else ["POST", "GET"]
-    return [Route(path, ClassPredict(dataplane, api).handle, methods=methods)]
+    return [
+        Route(path, ClassPredict(dataplane, api).handle, methods=methods),
+        Route(path, PREFLIGHT, methods=["OPTIONS"]),  # Cortex's CORS middleware answered preflights
+    ]

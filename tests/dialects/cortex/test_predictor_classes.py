@@ -125,6 +125,10 @@ def test_v25_payload_and_response_types(v25: RunningServer) -> None:
         assert (form.status_code, form.text) == (201, "form iris")
         assert form.headers["content-type"].startswith("text/csv")
         assert form.headers["access-control-allow-origin"] == "*"
+        preflight = http.options(
+            "/v1/echo", headers={"origin": "http://x", "access-control-request-method": "POST"}
+        )
+        assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == "*"
         # post_predict ran after each of the four calls above
         assert http.post("/v1/echo", json={}).json()["calls"] == 4
 
