@@ -13,7 +13,10 @@ on up or the server could not stop or time out a load.
 from __future__ import annotations
 
 import asyncio
+import sysconfig
 import threading
+import traceback
+from pathlib import Path
 
 
 def is_own_failure(exc: BaseException) -> bool:
@@ -39,3 +42,22 @@ def _being_cancelled() -> bool:
         return False
     cancelling = getattr(task, "cancelling", None)
     return True if cancelling is None else bool(cancelling())
+
+
+#: inferd's own files and Python's standard library (threads, asyncio): frames in them are how user
+#: code was reached, not what it wrote.
+_OWN = (str(Path(__file__).resolve().parent.parent) + "/", sysconfig.get_paths()["stdlib"] + "/", "<frozen ")
+
+
+def user_traceback(exc: BaseException) -> str | None:
+    """The frames of ``exc`` from the first one in neither inferd nor Python's standard library on, as
+    ``traceback`` prints them, with the error's line; None when no frame is the user's (then the error
+    is inferd's own and its whole traceback is what a report needs). The same cut as the CLI's
+    ``user_errors`` makes for code raising on import, for code raising while a model loads."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for index, frame in enumerate(frames):
+        if not frame.filename.startswith(_OWN):
+            user = traceback.StackSummary.from_list(frames[index:])
+            error = "".join(traceback.format_exception_only(exc)).rstrip()
+            return "Traceback (the model code's frames):\n" + "".join(user.format()) + error
+    return None

@@ -14,7 +14,7 @@ from inferd.core.metrics import MODEL_LOADS, MODEL_UNLOADS, count
 from inferd.core.model import Model, resolve
 from inferd.core.registry.catalogue import Catalogue
 from inferd.core.registry.entries import UNLOADED, ModelEntry, ModelState, _from, _label, logger
-from inferd.core.user_code import is_own_failure
+from inferd.core.user_code import is_own_failure, user_traceback
 
 #: A model that loaded within this many seconds loads on the event loop the next time...
 QUICK_LOAD = 0.005
@@ -41,7 +41,11 @@ class Loading(Catalogue):
         except BaseException as exc:  # whatever the model's code raised (SystemExit too) is its failure
             if not is_own_failure(exc):
                 raise
-            logger.exception("loading model %s failed%s", _label(entry), _in_place(entry))
+            frames = user_traceback(exc)
+            if frames is None:
+                logger.exception("loading model %s failed%s", _label(entry), _in_place(entry))
+            else:  # the model's own code raised: its frames, not inferd's way of reaching them
+                logger.error("loading model %s failed%s\n%s", _label(entry), _in_place(entry), frames)
             entry.replaced = None
             count(MODEL_LOADS, entry.name, "error")
             entry.state, entry.reason = ModelState.UNAVAILABLE, f"{type(exc).__name__}: {exc}"

@@ -13,9 +13,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inferd.core.errors import TargetError
+from inferd.dialects.cortex.config_classes import (
+    OTHER_KINDS,
+    REALTIME_KINDS,
+    NamedModel,
+    class_fields,
+    is_class_resource,
+)
 from inferd.storage.locations import local_path
 
-Format = Literal["onnx", "tensorflow", "predictor"]
+#: ``class``: a 0.12-0.35 predictor class (`config_classes`); the others are 0.8-0.10 blocks.
+Format = Literal["onnx", "tensorflow", "predictor", "class"]
 BLOCKS: tuple[Format, ...] = ("onnx", "tensorflow", "predictor")
 CONFIG_NAMES = ("cortex.yaml", "cortex.yml")
 #: Keys of the 0.8/0.9 layout, which 0.10 moved into the blocks.
@@ -46,6 +54,14 @@ class ApiConfig:
     metadata: dict[str, Any] = field(default_factory=dict)
     signature_key: str | None = None
     tracker: Tracker | None = None
+    #: A predictor class's ``type`` (python, onnx, tensorflow), its env, and the releases of its layout.
+    predictor_type: str | None = None
+    #: A 0.34-0.35 ``Handler`` class (``handle_post``...) rather than a predictor class.
+    handler_class: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    release: str = "0.8-0.10"
+    #: The models of a multi-model predictor class (``models``), by name.
+    named_models: tuple[NamedModel, ...] = ()
 
 
 def read_yaml(path: Path) -> Any:
@@ -68,7 +84,10 @@ def is_cortex_config(path: Path) -> bool:
     return (
         isinstance(resources, list)
         and bool(resources)
-        and all(isinstance(item, dict) and item.get("kind") in ("api", "deployment") for item in resources)
+        and all(
+            isinstance(item, dict) and (item.get("kind") in ("api", "deployment") or is_class_resource(item))
+            for item in resources
+        )
     )
 
 
@@ -87,7 +106,7 @@ def load_config(path: Path) -> list[ApiConfig]:
     if not isinstance(resources, list) or not all(isinstance(item, dict) for item in resources):
         raise TargetError(f"{path}: expected a list of resources (each with a 'kind')")
     deployment = _deployment_name(resources)
-    apis = [_api(item, path.parent, deployment) for item in resources if item.get("kind") == "api"]
+    apis = [_api(item, path.parent, deployment) for item in resources if item.get("kind") != "deployment"]
     if not apis:
         raise TargetError(f"{path}: defines no resource of kind 'api'")
     _check_unique(apis)
@@ -97,8 +116,11 @@ def load_config(path: Path) -> list[ApiConfig]:
 def _deployment_name(resources: list[dict[str, Any]]) -> str | None:
     for item in resources:
         kind = item.get("kind")
-        if kind not in ("api", "deployment"):
-            raise TargetError(f"resource kind '{kind}' is not supported; expected 'api' or 'deployment'")
+        if kind not in ("api", "deployment", *REALTIME_KINDS, *OTHER_KINDS) and not is_class_resource(item):
+            raise TargetError(
+                f"resource kind '{kind}' is not supported; expected 'api' or 'deployment' (Cortex 0.8-0.12), "
+                "none (0.13-0.19), or 'RealtimeAPI' (0.20-0.35)"
+            )
         if kind == "deployment":
             name = item.get("name")
             if not isinstance(name, str) or not name:
@@ -111,6 +133,8 @@ def _api(item: dict[str, Any], project: Path, deployment: str | None) -> ApiConf
     name = item.get("name")
     if not isinstance(name, str) or not name:
         raise TargetError("api: name: key is required")
+    if is_class_resource(item):
+        return _class_api(name, item, project, deployment)
     blocks = [block for block in BLOCKS if block in item]
     if len(blocks) > 1:
         raise _error(name, f"only one of {', '.join(BLOCKS)} may be given, found {', '.join(blocks)}")
@@ -130,6 +154,21 @@ def _api(item: dict[str, Any], project: Path, deployment: str | None) -> ApiConf
     return ApiConfig(
         name=name, endpoint=endpoint, project_dir=project, tracker=_tracker(name, item), **fields
     )
+
+
+def _class_api(name: str, item: dict[str, Any], project: Path, deployment: str | None) -> ApiConfig:
+    """A 0.12-0.35 API: served at ``networking.endpoint`` (0.19+) or ``endpoint``, else ``/<name>``
+    (``/<deployment>/<name>`` in 0.12)."""
+    networking = item.get("networking")
+    endpoint = networking.get("endpoint") if isinstance(networking, dict) else None
+    endpoint = endpoint or item.get("endpoint") or (f"/{deployment}/{name}" if deployment else f"/{name}")
+    if not isinstance(endpoint, str):
+        raise _error(name, f"endpoint: expected a path, found {endpoint!r}")
+    endpoint = endpoint if endpoint.startswith("/") else f"/{endpoint}"
+    monitoring = item.get("monitoring")
+    tracker = _tracker(name, {"tracker": monitoring}) if monitoring is not None else _tracker(name, item)
+    fields = class_fields(name, item, project)
+    return ApiConfig(name=name, endpoint=endpoint, project_dir=project, tracker=tracker, **fields)
 
 
 def _flat_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, Any]:

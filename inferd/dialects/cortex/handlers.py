@@ -130,7 +130,7 @@ def _error(api: ApiConfig, function: str, message: str) -> TargetError:
 
 def _file(api: ApiConfig) -> str:
     """``api <name>: request_handler <file>`` (or ``predictor <file>``), how startup errors begin."""
-    kind = "predictor" if api.format == "predictor" else "request_handler"
+    kind = "predictor" if api.format in ("predictor", "class") else "request_handler"
     return f"api {api.name}: {kind} {api.handler_name}"
 
 

@@ -42,6 +42,8 @@ def factory_for(api: ApiConfig, settings: DialectSettings) -> ModelFactory:
     api = fetched(api, settings)
     if api.model is not None and not api.model.exists():
         raise TargetError(f"api {api.name}: model {api.model}: no such file or directory")
+    if api.format == "class":
+        return _class_factory(api, settings)
     if api.format == "predictor":
         init, predict = load_predictor(api)
         return _configured(lambda: PredictorApi(api, init, predict), settings)
@@ -58,6 +60,36 @@ def factory_for(api: ApiConfig, settings: DialectSettings) -> ModelFactory:
     handlers = load_handlers(api)
     batching = batch_settings(settings, api.name)
     return _configured(lambda: OnnxApi(api, handlers, batching), settings)
+
+
+def _class_factory(api: ApiConfig, settings: DialectSettings) -> ModelFactory:
+    """A 0.12-0.33 predictor class: its runtime required and its file checked now."""
+    from inferd.dialects.cortex.adapter_classes import ClassApi
+    from inferd.dialects.cortex.predictor_classes import load_predictor_class
+
+    named = tuple(
+        replace(
+            model, model=fetched(replace(api, model_uri=model.model_uri, model=model.model), settings).model
+        )
+        for model in api.named_models
+    )
+    api = replace(api, named_models=named)
+    paths = [model.model for model in named] if named else ([api.model] if api.model is not None else [])
+    for path in paths:
+        if path is None or not path.exists():
+            raise TargetError(f"api {api.name}: model {path}: no such file or directory")
+    if api.predictor_type == "onnx":
+        onnx.require_onnxruntime()
+    elif api.predictor_type == "tensorflow":
+        tensorflow.require_tensorflow()
+        for path in paths:
+            assert path is not None
+            try:
+                tensorflow.check_model_path(path)
+            except TargetError as exc:
+                raise TargetError(f"api {api.name}: {exc}") from None
+    predictor = load_predictor_class(api)
+    return _configured(lambda: ClassApi(api, predictor), settings)
 
 
 def fetched(api: ApiConfig, settings: DialectSettings) -> ApiConfig:

@@ -165,10 +165,16 @@ def api_routes(dataplane: DataPlane, api: ApiConfig, path: str) -> list[BaseRout
 
 def routes(dataplane: DataPlane, apis: list[ApiConfig]) -> list[BaseRoute]:
     """Every API's routes, ``/healthz``, and the fallback for unknown paths (the app lists these last,
-    so a path that exists elsewhere with other methods keeps its 405)."""
-    found = [route for api in apis for route in api_routes(dataplane, api, api.endpoint)]
+    so a path that exists elsewhere with other methods keeps its 405). A predictor class (0.12+) has
+    the routes of `rest_classes`."""
+    from inferd.dialects.cortex.rest_classes import class_routes
+
+    def of(api: ApiConfig, path: str) -> list[BaseRoute]:
+        return (class_routes if api.format == "class" else api_routes)(dataplane, api, path)
+
+    found = [route for api in apis for route in of(api, api.endpoint)]
     if len(apis) == 1 and apis[0].endpoint != "/predict":
-        found += api_routes(dataplane, apis[0], "/predict")
+        found += of(apis[0], "/predict")
     return [
         *found,
         Route("/healthz", Healthz(dataplane), methods=["GET"]),

@@ -6,6 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inferd.core.errors import TargetError
 from inferd.dialects.cortex import onnx
@@ -133,3 +135,71 @@ def test_missing_onnxruntime_says_which_extra(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(onnx.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(TargetError, match=r"pip install 'inferd\[onnx\]'"):
         onnx.require_onnxruntime()
+
+
+def test_class_layouts_and_their_endpoints(tmp_path: Path) -> None:
+    """0.12 under its deployment, 0.13-0.18 ``endpoint``, 0.20+ ``networking.endpoint`` written without
+    its slash, and ``models.paths`` as named models."""
+    path = config(
+        tmp_path,
+        """
+        - kind: deployment
+          name: d
+        - kind: api
+          name: v12
+          predictor: {type: python, path: p.py, config: {k: 1}}
+        - name: v17
+          endpoint: /seventeen
+          predictor: {type: onnx, path: p.py, model: m.onnx}
+        - name: v25
+          kind: RealtimeAPI
+          networking: {endpoint: my/api}
+          predictor:
+            type: tensorflow
+            path: p.py
+            models:
+              paths: [{name: a, model_path: a/}, {name: b, model_path: s3://bucket/b/}]
+              signature_key: serve
+        """,
+    )
+    v12, v17, v25 = load_config(path)
+    assert (v12.endpoint, v12.format, v12.predictor_type, v12.metadata) == (
+        "/d/v12",
+        "class",
+        "python",
+        {"k": 1},
+    )
+    assert (v17.endpoint, v17.model) == ("/seventeen", (tmp_path / "m.onnx").resolve())
+    assert v25.endpoint == "/my/api"
+    assert [(m.name, m.model_uri, m.signature_key) for m in v25.named_models] == [
+        ("a", None, "serve"),
+        ("b", "s3://bucket/b/", "serve"),
+    ]
+    assert is_cortex_config(path)
+
+
+_KEYS = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True)
+_VALUES = st.from_regex(r"[A-Za-z0-9_./:@-]{0,12}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(_KEYS, _VALUES, max_size=5),
+    st.sampled_from(["", "export "]),
+    st.sampled_from(["", "'", '"']),
+)
+def test_dot_env_reads_as_python_dotenv_does(values: dict[str, str], export: str, quote: str) -> None:
+    import tempfile
+
+    from dotenv import dotenv_values
+
+    from inferd.dialects.cortex.config_classes import dot_env
+
+    with tempfile.TemporaryDirectory() as folder:
+        lines = [
+            "# a comment",
+            *(f"{export}{key}={quote}{value}{quote}" for key, value in values.items()),
+            "",
+        ]
+        (Path(folder) / ".env").write_text("\n".join(lines))
+        assert dot_env(Path(folder)) == dotenv_values(Path(folder) / ".env") == values

@@ -166,3 +166,42 @@ def test_zip_extraction_is_removed_on_shutdown(projects_root: Path, tf_project: 
         answer = httpx.post(f"{server.http_url}/zipped", json=sample, timeout=30).json()
         assert answer["class_ids"] == ["2"]
     assert not extracted[0].exists()
+
+
+#: A 0.25-style TensorFlowPredictor class over the SavedModel (``model_path`` and ``signature_key``).
+TF_PREDICTOR = {
+    "cortex.yaml": """
+        - name: iris-tf
+          kind: RealtimeAPI
+          predictor:
+            type: tensorflow
+            path: predictor.py
+            model_path: models/iris
+            signature_key: predict
+            config:
+              labels: [setosa, versicolor, virginica]
+    """,
+    "predictor.py": """
+        class TensorFlowPredictor:
+            def __init__(self, tensorflow_client, config):
+                self.client = tensorflow_client
+                self.labels = config["labels"]
+
+            def predict(self, payload):
+                prediction = self.client.predict({"x": [list(payload.values())]})
+                return {"label": self.labels[int(prediction["class_ids"][0])], "raw": prediction["class_ids"]}
+    """,
+}
+
+
+def test_tensorflow_predictor_class(projects_root: Path, tf_models_dir: Path) -> None:
+    """The client answers as TF Serving did behind Cortex 0.2x (int64 as strings); the summary route
+    shows the signature."""
+    folder = projects.write(projects_root / "tf-predictor-class", TF_PREDICTOR)
+    (folder / "models").symlink_to(tf_models_dir)
+    with serve(str(folder), "--no-grpc") as server, server.http() as http:
+        answer = http.post("/iris-tf", json=VIRGINICA)
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"label": "virginica", "raw": ["2"]}
+        assert http.post("/iris-tf", json=SETOSA).json()["label"] == "setosa"
+        assert http.get("/iris-tf").json()["model_signatures"]["x"]["shape"] == [-1, 4]
