@@ -10,7 +10,9 @@ error (`DataPlane.infer`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Set
 from dataclasses import dataclass
 from types import TracebackType
@@ -46,22 +48,50 @@ class ModelCall(Generic[M]):
     request's path, and counting awaits nothing, while each ``async with`` or generator-based
     manager would cost coroutines to enter and leave."""
 
-    __slots__ = ("_entry", "_gate", "_series", "_started", "metadata", "model", "ok")
+    __slots__ = (
+        "_entry",
+        "_gate",
+        "_queued",
+        "_run_end",
+        "_run_start",
+        "_series",
+        "_started",
+        "metadata",
+        "model",
+        "ok",
+        "rows",
+    )
 
     def __init__(
         self, entry: ModelEntry, model: M, metadata: ModelMetadata, gate: Gate | None, series: metrics.Series
     ) -> None:
         #: The model, and its metadata as read when it was loaded.
         self.model, self.metadata, self.ok = model, metadata, True
+        #: The inferences (batch rows) of this call, for Triton's ``inference_count``.
+        self.rows = 1
         self._entry, self._gate, self._series, self._started = entry, gate, series, 0.0
+        self._run_start = self._run_end = self._queued = 0.0
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
-        """``await work()`` within the model's concurrency limit and request timeout, if it has them."""
+        """``await work()`` within the model's concurrency limit and request timeout, if it has them;
+        timed for the entry's statistics (`inferd.core.model_stats`)."""
         gate = self._gate
+        self._run_start = start = time.perf_counter()
+        if gate is not None:
+            inner = work
+
+            async def queued() -> T:
+                self._queued = time.perf_counter() - start
+                return await inner()
+
+            work = functools.partial(gate.run, queued)
         if tracing.tracer is not None:
             with tracing.tracer.span("inferd.model"):
-                return await work() if gate is None else await gate.run(work)
-        return await work() if gate is None else await gate.run(work)
+                result = await work()
+        else:
+            result = await work()
+        self._run_end = time.perf_counter()
+        return result
 
     def __enter__(self) -> ModelCall[M]:
         self._entry.inflight += 1  # an unload of the model waits for the call to leave
@@ -71,8 +101,10 @@ class ModelCall(Generic[M]):
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._series.end(self._started, self.ok and kind is None)
+        ok = self.ok and kind is None
+        self._series.end(self._started, ok)
         entry = self._entry
+        entry.stats.record(self._started, self._run_start, self._run_end, ok, self.rows, self._queued)
         entry.inflight -= 1
         if entry.inflight == 0:
             if entry.idle is not None:  # the last call out wakes a waiting unload
@@ -149,6 +181,9 @@ class DataPlane:
         with self.call(name, protocol, Model, version) as call:
             model, metadata = call.model, call.metadata
             _check_inputs(metadata, request)
+            if metadata.batched and request.inputs:
+                first = next(iter(request.inputs.values()))
+                call.rows = first.shape[0] if first.ndim else 1
             if metadata.outputs:
                 _check_requested_outputs(name, request, metadata.output_names)
             try:
@@ -165,6 +200,20 @@ class DataPlane:
             response.outputs = outputs
             response.model_name, response.model_version, response.id = name, model.version, request.id
             return response
+
+    def model_statistics(self, name: str | None = None, version: str | None = None) -> list[dict[str, Any]]:
+        """Triton's ``model_stats`` (`inferd.core.model_stats`): of every loaded model and version
+        (no ``name``), of the loaded versions of ``name``, or of one version; unknown ones are
+        `ModelNotFound`."""
+        registry = self.registry
+        if not name:
+            entries = [entry for entry in registry.entries() if entry.ready]
+        elif version:
+            entries = [registry.entry(name, version)]
+        else:
+            versions = registry.versions(name)
+            entries = [entry for entry in versions if entry.ready] or [registry.entry(name)]
+        return [entry.stats.body(entry.name, entry.version or "", entry.model) for entry in entries]
 
     def repository_index(self, ready_only: bool = False) -> list[ModelIndexEntry]:
         return [

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+from google.protobuf import json_format
 
 from inferd.core import tracing
 from inferd.core.dataplane import DataPlane
@@ -32,6 +33,7 @@ from inferd.core.types import (
 )
 from inferd.protocols import cloudevents
 from inferd.protocols.grpc_handlers import unary_handlers, unary_unary
+from inferd.protocols.grpc_status import status_code
 from inferd.protocols.status import error_message, status_of
 from inferd.protocols.v2 import codecs, grpc_wire
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
@@ -151,6 +153,19 @@ class V2Servicer:
         if logged is not None:
             cloudevents.log_grpc_response(logged, answer)
         return answer
+
+    @_answer_errors
+    async def ModelStatistics(
+        self, request: pb.ModelStatisticsRequest, context: Context
+    ) -> pb.ModelStatisticsResponse:
+        stats = self.dataplane.model_statistics(request.name or None, request.version or None)
+        answer = pb.ModelStatisticsResponse()
+        json_format.ParseDict({"model_stats": stats}, answer)
+        return answer
+
+    async def ModelConfig(self, request: pb.ModelConfigRequest, context: Context) -> pb.ModelConfigResponse:
+        await context.abort(status_code("UNIMPLEMENTED"), "ModelConfig is not served yet")
+        raise AssertionError  # abort() raises
 
     @_answer_errors
     async def RepositoryIndex(
