@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from inferd.core import metrics, tracing
+from inferd.core import metrics, model_config, tracing
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
 from inferd.core.limits import Gate, Gates, Limits
 from inferd.core.model import Model
@@ -135,6 +135,8 @@ class DataPlane:
         self.server = server
         #: Models with a concurrency limit or a request timeout; the others run ungated.
         self.gates = gates if gates is not None else Gates(lambda name: Limits())
+        #: The ``config`` each model's last repository load was given (`model_config.with_given`).
+        self.given_configs: dict[str, dict[str, Any]] = {}
 
     def call(self, name: str, protocol: str, kind: type[M], version: str | None = None) -> ModelCall[M]:
         """A call of model ``name`` over ``protocol``, to enter with ``with``: `ModelNotFound` or
@@ -201,6 +203,13 @@ class DataPlane:
             response.model_name, response.model_version, response.id = name, model.version, request.id
             return response
 
+    def model_config(self, name: str, version: str | None = None) -> dict[str, Any]:
+        """Triton's model configuration of a ready model (`inferd.core.model_config`)."""
+        entry = self.registry.ready_entry(name, version)
+        assert entry.metadata is not None
+        derived = model_config.derived_config(entry.metadata, entry.model, entry.dialect or "python")
+        return model_config.with_given(derived, self.given_configs.get(name))
+
     def model_statistics(self, name: str | None = None, version: str | None = None) -> list[dict[str, Any]]:
         """Triton's ``model_stats`` (`inferd.core.model_stats`): of every loaded model and version
         (no ``name``), of the loaded versions of ``name``, or of one version; unknown ones are
@@ -234,6 +243,8 @@ class DataPlane:
         if config is not None or files:
             await asyncio.to_thread(self.registry.write, name, config, files or {})
         await self.registry.load(name, version)
+        if config is not None:
+            self.given_configs[name] = dict(config)
 
     async def unload_model(self, name: str, version: str | None = None) -> None:
         await self.registry.unload(name, version)

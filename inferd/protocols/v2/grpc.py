@@ -33,7 +33,6 @@ from inferd.core.types import (
 )
 from inferd.protocols import cloudevents
 from inferd.protocols.grpc_handlers import unary_handlers, unary_unary
-from inferd.protocols.grpc_status import status_code
 from inferd.protocols.status import error_message, status_of
 from inferd.protocols.v2 import codecs, grpc_wire
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
@@ -163,9 +162,10 @@ class V2Servicer:
         json_format.ParseDict({"model_stats": stats}, answer)
         return answer
 
+    @_answer_errors
     async def ModelConfig(self, request: pb.ModelConfigRequest, context: Context) -> pb.ModelConfigResponse:
-        await context.abort(status_code("UNIMPLEMENTED"), "ModelConfig is not served yet")
-        raise AssertionError  # abort() raises
+        config = self.dataplane.model_config(request.name, request.version or None)
+        return pb.ModelConfigResponse(config=config_message(config))
 
     @_answer_errors
     async def RepositoryIndex(
@@ -201,6 +201,24 @@ def _repository_parameters(parameters: Mapping[str, pb.ModelRepositoryParameter]
 
 
 # ---- metadata ----
+
+
+def config_message(config: Mapping[str, Any]) -> pb.ModelConfig:
+    """Triton's ``ModelConfig`` of a JSON configuration: the fields inferd's proto declares (keys a
+    load gave that it does not declare are left out; REST answers them); a key whose value does not
+    fit its field is left out too rather than fail the call."""
+    message = pb.ModelConfig()
+    for key, value in config.items():
+        field = pb.ModelConfig()
+        try:
+            json_format.ParseDict({key: value}, field, ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            logger.warning(
+                "model %s: config key %r does not fit Triton's ModelConfig: %s", config.get("name"), key, exc
+            )
+            continue
+        message.MergeFrom(field)
+    return message
 
 
 def encode_metadata(metadata: ModelMetadata) -> pb.ModelMetadataResponse:

@@ -123,6 +123,10 @@ class V2Endpoints:
         name, version = request.path_params.get("name"), request.path_params.get("version")
         return JSONResponse({"model_stats": self.dataplane.model_statistics(name, version)})
 
+    async def config(self, request: Request) -> Response:
+        name, version = _model_of(request)
+        return JSONResponse(self.dataplane.model_config(name, version))
+
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi.DOCUMENT)
 
@@ -159,6 +163,7 @@ def routes(dataplane: DataPlane, max_body_size: int) -> list[Route]:
         ("/infer", infer, "POST"),
         ("/ready", endpoints.model_ready, "GET"),
         ("/stats", endpoints.statistics, "GET"),
+        ("/config", endpoints.config, "GET"),
         ("", endpoints.model_metadata, "GET"),
     ]
     table: list[tuple[str, Endpoint | ASGIApp, str]] = [

@@ -1,9 +1,12 @@
 """Servers for Triton's extensions: the bundled iris example behind a bearer token, on inferd's own
-gRPC server and on grpcio's (``--grpc-server grpcio``), each started once for the folder."""
+gRPC server and on grpcio's (``--grpc-server grpcio``); and ``inferd serve --repository`` with
+adaptive batching on, holding ``scores`` (its input as its scores, with a ``labels.txt``) and
+``plain`` (the same code, no labels). Each started once per module."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from tests.conftest import IRIS
+from tests.dialects.repository.conftest import write
 from tests.servers import RunningServer, serve
 
 TOKEN = "triton-extensions-token"
@@ -32,3 +36,29 @@ def http_client(server: RunningServer) -> Any:
 def grpc_client(server: RunningServer) -> Any:
     assert server.grpc_address is not None
     return grpcclient.InferenceServerClient(server.grpc_address)
+
+
+#: Answers its input ``x`` (FP32, [-1, 4]) as its output ``scores``.
+SCORES_MODEL = """
+import inferd
+from inferd import TensorSpec
+
+
+class Scores(inferd.Model):
+    inputs = (TensorSpec("x", "FP32", (-1, 4)),)
+    outputs = (TensorSpec("scores", "FP32", (-1, 4)),)
+
+    def predict(self, inputs):
+        return {"scores": inputs["x"]}
+"""
+LABELS = ["cat", "dog", "bird", "fish"]
+
+
+@pytest.fixture(scope="module")
+def repository_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    root: Path = tmp_path_factory.mktemp("triton-repository")
+    write(root / "scores", {"model.py": SCORES_MODEL, "labels.txt": "\n".join(LABELS) + "\n"})
+    write(root / "plain", {"model.py": SCORES_MODEL})
+    env = {"INFERD_AUTH_TOKENS": TOKEN, "INFERD_MAX_BATCH_SIZE": "8", "INFERD_MAX_BATCH_TIME_MS": "2"}
+    with serve(f"--repository={root}", env=env) as server:
+        yield server

@@ -1,0 +1,72 @@
+"""Triton's model configuration (its ``ModelConfig``, as JSON) derived from a served model.
+
+Triton's clients read a model's configuration to learn its batching and tensors: ``max_batch_size``
+above 0 means every input and output has a batch dimension first, left out of ``dims``; 0 means
+``dims`` are the whole shape. inferd says 0 unless the model runs under adaptive batching
+(`inferd.core.batching.BatchingModel`), whose ``max_batch_size`` and ``max_batch_time_ms`` are
+then Triton's ``max_batch_size`` and ``dynamic_batching``. A repository load given a ``config``
+keeps the keys it was given: they are laid over the derived ones (`with_given`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from inferd.core.types import ModelMetadata, TensorSpec
+
+#: V2 datatype → Triton's ``DataType`` name.
+TRITON_TYPES = {
+    "BOOL": "TYPE_BOOL",
+    "UINT8": "TYPE_UINT8",
+    "UINT16": "TYPE_UINT16",
+    "UINT32": "TYPE_UINT32",
+    "UINT64": "TYPE_UINT64",
+    "INT8": "TYPE_INT8",
+    "INT16": "TYPE_INT16",
+    "INT32": "TYPE_INT32",
+    "INT64": "TYPE_INT64",
+    "FP16": "TYPE_FP16",
+    "FP32": "TYPE_FP32",
+    "FP64": "TYPE_FP64",
+    "BYTES": "TYPE_STRING",
+    "BF16": "TYPE_BF16",
+}
+
+
+def derived_config(metadata: ModelMetadata, model: Any, backend: str) -> dict[str, Any]:
+    """The configuration of a loaded model: ``model`` is what the registry holds (a
+    ``BatchingModel`` when it batches), ``backend`` the dialect serving it."""
+    settings = getattr(model, "settings", None)
+    batch_size = getattr(settings, "max_batch_size", 0) if hasattr(model, "batcher") else 0
+    batching = isinstance(batch_size, int) and batch_size > 0 and metadata.batched
+    config: dict[str, Any] = {
+        "name": metadata.name,
+        "platform": metadata.platform,
+        "backend": backend,
+        "max_batch_size": batch_size if batching else 0,
+        "input": [_tensor(spec, batching) for spec in metadata.inputs],
+        "output": [_tensor(spec, batching) for spec in metadata.outputs],
+    }
+    if batching:
+        delay_ms = float(getattr(settings, "max_batch_time_ms", 0) or 0)
+        config["dynamic_batching"] = {
+            "preferred_batch_size": [batch_size],
+            "max_queue_delay_microseconds": int(delay_ms * 1000),
+        }
+    return config
+
+
+def _tensor(spec: TensorSpec, batching: bool) -> dict[str, Any]:
+    shape = list(spec.shape)
+    if batching and shape and shape[0] == -1:
+        shape = shape[1:]
+    return {"name": spec.name, "data_type": TRITON_TYPES.get(spec.datatype, "TYPE_INVALID"), "dims": shape}
+
+
+def with_given(derived: Mapping[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``derived`` with the keys a load's ``config`` gave laid over it (the model's name stays)."""
+    merged = dict(derived)
+    if given:
+        merged.update({key: value for key, value in given.items() if key != "name"})
+    return merged
