@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from inferd.core import metrics, model_config, tracing
+from inferd.core import classification, metrics, model_config, tracing
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
 from inferd.core.limits import Gate, Gates, Limits
 from inferd.core.model import Model
@@ -30,6 +30,7 @@ from inferd.core.types import (
     InferenceRequest,
     InferenceResponse,
     ModelMetadata,
+    RequestedOutput,
     ServerMetadata,
     Tensors,
     datatype_of,
@@ -71,6 +72,11 @@ class ModelCall(Generic[M]):
         self.rows = 1
         self._entry, self._gate, self._series, self._started = entry, gate, series, 0.0
         self._run_start = self._run_end = self._queued = 0.0
+
+    @property
+    def source(self) -> str:
+        """Where the model comes from (its folder), "" for a served target's models."""
+        return self._entry.source
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
         """``await work()`` within the model's concurrency limit and request timeout, if it has them;
@@ -199,6 +205,9 @@ class DataPlane:
             if request.outputs is not None:
                 _check_requested_outputs(name, request, outputs.keys())
                 outputs = {wanted.name: outputs[wanted.name] for wanted in request.outputs}
+                for wanted in request.outputs:
+                    if wanted.parameters and "classification" in wanted.parameters:
+                        outputs[wanted.name] = self._classified(call, wanted, outputs[wanted.name])
             response.outputs = outputs
             response.model_name, response.model_version, response.id = name, model.version, request.id
             return response
@@ -207,7 +216,10 @@ class DataPlane:
         """Triton's model configuration of a ready model (`inferd.core.model_config`)."""
         entry = self.registry.ready_entry(name, version)
         assert entry.metadata is not None
-        derived = model_config.derived_config(entry.metadata, entry.model, entry.dialect or "python")
+        labelled = classification.labels_of(entry.model, entry.source) is not None
+        derived = model_config.derived_config(
+            entry.metadata, entry.model, entry.dialect or "python", labelled
+        )
         return model_config.with_given(derived, self.given_configs.get(name))
 
     def model_statistics(self, name: str | None = None, version: str | None = None) -> list[dict[str, Any]]:
@@ -223,6 +235,12 @@ class DataPlane:
             versions = registry.versions(name)
             entries = [entry for entry in versions if entry.ready] or [registry.entry(name)]
         return [entry.stats.body(entry.name, entry.version or "", entry.model) for entry in entries]
+
+    def _classified(self, call: ModelCall[Model], wanted: RequestedOutput, array: Any) -> Any:
+        """Triton's classification of one output (`inferd.core.classification`)."""
+        count = classification.class_count(wanted.name, wanted.parameters["classification"])
+        labels = classification.labels_of(call.model, call.source)
+        return classification.classify(wanted.name, array, count, call.metadata.batched, labels)
 
     def repository_index(self, ready_only: bool = False) -> list[ModelIndexEntry]:
         return [

@@ -34,9 +34,12 @@ TRITON_TYPES = {
 }
 
 
-def derived_config(metadata: ModelMetadata, model: Any, backend: str) -> dict[str, Any]:
+def derived_config(
+    metadata: ModelMetadata, model: Any, backend: str, labelled: bool = False
+) -> dict[str, Any]:
     """The configuration of a loaded model: ``model`` is what the registry holds (a
-    ``BatchingModel`` when it batches), ``backend`` the dialect serving it."""
+    ``BatchingModel`` when it batches), ``backend`` the dialect serving it; ``labelled``: it has
+    class labels (`inferd.core.classification`), named as Triton's ``label_filename``."""
     settings = getattr(model, "settings", None)
     batch_size = getattr(settings, "max_batch_size", 0) if hasattr(model, "batcher") else 0
     batching = isinstance(batch_size, int) and batch_size > 0 and metadata.batched
@@ -48,6 +51,9 @@ def derived_config(metadata: ModelMetadata, model: Any, backend: str) -> dict[st
         "input": [_tensor(spec, batching) for spec in metadata.inputs],
         "output": [_tensor(spec, batching) for spec in metadata.outputs],
     }
+    if labelled:
+        for output in config["output"]:
+            output["label_filename"] = "labels.txt"
     if batching:
         delay_ms = float(getattr(settings, "max_batch_time_ms", 0) or 0)
         config["dynamic_batching"] = {

@@ -187,6 +187,7 @@ def test_server_metadata(iris: triton.InferenceServerClient) -> None:
     assert metadata.version == inferd.__version__
     assert set(metadata.extensions) == {
         "binary_tensor_data",
+        "classification",
         "model_configuration",
         "model_repository",
         "statistics",
@@ -486,7 +487,7 @@ def _truncated_bytes(request: pb.ModelInferRequest) -> None:
 
 def _classification(request: pb.ModelInferRequest) -> None:
     _raw_input(request, "a", np.zeros(1, np.float32))
-    request.outputs.add(name="a-out").parameters["classification"].int64_param = 2
+    request.outputs.add(name="a-out").parameters["classification"].int64_param = 0
 
 
 def _unset_parameter(request: pb.ModelInferRequest) -> None:
@@ -505,7 +506,10 @@ BAD_ECHO_REQUESTS = {
     "negative shape": (_negative_shape, "dimensions must not be negative"),
     "duplicate input": (_duplicate_input, "input 'a' appears twice"),
     "truncated BYTES": (_truncated_bytes, "runs past the end"),
-    "classification": (_classification, "classification extension is not supported"),
+    "classification of 0": (
+        _classification,
+        "classification must be a whole number of classes of at least 1",
+    ),
     "unset parameter": (_unset_parameter, "parameter 'empty' has no value"),
 }
 
