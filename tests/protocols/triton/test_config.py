@@ -28,18 +28,28 @@ def _numbers(value: object) -> object:
     return value
 
 
-def test_config_of_an_unbatched_model(secured_iris: RunningServer) -> None:
+def _tensor(config: dict[str, object]) -> tuple[object, ...]:
+    return config["name"], config["data_type"], config["dims"]
+
+
+def test_config_of_a_model_that_takes_batches_without_adaptive_batching(
+    secured_iris: RunningServer,
+) -> None:
     http = http_client(secured_iris).get_model_config("iris", headers=dict(HEADERS))
     grpc = grpc_client(secured_iris).get_model_config("iris", headers=GRPC_HEADERS, as_json=True)["config"]
     for config in (http, _numbers(grpc)):
         assert config["name"] == "iris" and config["platform"] == "python"
-        assert config.get("max_batch_size", 0) == 0  # dims are the whole shape
-        assert config["input"] == [{"name": "input-0", "data_type": "TYPE_FP32", "dims": [-1, 4]}]
-        assert config["output"] == [
-            {"name": "label", "data_type": "TYPE_INT64", "dims": [-1]},
-            {"name": "probabilities", "data_type": "TYPE_FP32", "dims": [-1, 3]},
+        # a batch dimension first, of any number of rows: dims leave it out
+        assert config["max_batch_size"] == 2**31 - 1
+        assert config["input"][0]["name"] == "input-0"
+        assert (config["input"][0]["data_type"], config["input"][0]["dims"]) == ("TYPE_FP32", [4])
+        assert [_tensor(output) for output in config["output"]] == [
+            ("label", "TYPE_INT64", [1]),
+            ("probabilities", "TYPE_FP32", [3]),
         ]
         assert "dynamic_batching" not in config
+    assert http["output"][0]["reshape"] == {"shape": []}  # one value a row: [1] reshaped to []
+    assert http["input"][0]["format"] == "FORMAT_NONE"  # what Triton's image client reads
 
 
 def test_config_needs_the_token_and_a_known_model(secured_iris: RunningServer) -> None:
@@ -64,7 +74,7 @@ def test_config_of_a_batching_model_and_a_triton_load(repository_server: Running
         _numbers(grpc.get_model_config("plain", headers=GRPC_HEADERS, as_json=True)["config"]),
     ):
         assert config["max_batch_size"] == 8
-        assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}]  # no batch dim
+        assert [_tensor(tensor) for tensor in config["input"]] == [("x", "TYPE_FP32", [4])]  # no batch dim
         assert config["dynamic_batching"] == {
             "preferred_batch_size": [8],
             "max_queue_delay_microseconds": 2000,
@@ -83,7 +93,7 @@ def test_config_of_a_batching_model_and_a_triton_load(repository_server: Running
     config = http.get_model_config("plain", headers=dict(HEADERS))
     for key, value in given.items():
         assert config[key] == value, key  # REST answers every key the load gave
-    assert config["input"] == [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}]
+    assert [_tensor(tensor) for tensor in config["input"]] == [("x", "TYPE_FP32", [4])]
     grpc_config = _numbers(grpc.get_model_config("plain", headers=GRPC_HEADERS, as_json=True)["config"])
     assert grpc_config["backend"] == "python" and grpc_config["max_batch_size"] == 4
     assert grpc_config["instance_group"] == [{"count": 2, "kind": "KIND_CPU"}]
