@@ -6,8 +6,9 @@ above 0 means every input and output has a batch dimension first, left out of ``
 it). A model whose first input's first dimension is -1 takes batches: under adaptive batching
 (`inferd.core.batching.BatchingModel`) its ``max_batch_size`` and ``max_batch_time_ms`` are
 Triton's ``max_batch_size`` and ``dynamic_batching``; without, inferd holds a request to no number
-of rows, said as the largest ``max_batch_size`` (`UNBOUNDED_BATCH`). Other models say 0. A repository load given a ``config``
-keeps the keys it was given: they are laid over the derived ones (`with_given`).
+of rows, said as the largest ``max_batch_size`` (`UNBOUNDED_BATCH`). Other models say 0. A
+repository load given a ``config`` keeps the keys it was given: they are laid over the derived
+ones (`with_given`).
 """
 
 from __future__ import annotations
