@@ -1,7 +1,8 @@
 """Servers for Triton's extensions: the bundled iris example behind a bearer token, on inferd's own
 gRPC server and on grpcio's (``--grpc-server grpcio``); and ``inferd serve --repository`` with
-adaptive batching on, holding ``scores`` (its input as its scores, with a ``labels.txt``) and
-``plain`` (the same code, no labels). Each started once per module."""
+adaptive batching on, holding ``scores`` (its input as its scores, with a ``labels.txt``),
+``plain`` (the same code, no labels) and ``named`` (its labels its own attribute). Each started
+once per module."""
 
 from __future__ import annotations
 
@@ -52,6 +53,14 @@ class Scores(inferd.Model):
         return {"scores": inputs["x"]}
 """
 LABELS = ["cat", "dog", "bird", "fish"]
+#: The same model naming its classes itself (a ``labels`` attribute).
+NAMED_LABELS = ["nord", "est", "sud", "ouest"]
+NAMED_MODEL = (
+    SCORES_MODEL
+    + f"""
+    labels = {NAMED_LABELS!r}
+"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +68,7 @@ def repository_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runn
     root: Path = tmp_path_factory.mktemp("triton-repository")
     write(root / "scores", {"model.py": SCORES_MODEL, "labels.txt": "\n".join(LABELS) + "\n"})
     write(root / "plain", {"model.py": SCORES_MODEL})
+    write(root / "named", {"model.py": NAMED_MODEL})
     env = {"INFERD_AUTH_TOKENS": TOKEN, "INFERD_MAX_BATCH_SIZE": "8", "INFERD_MAX_BATCH_TIME_MS": "2"}
     with serve(f"--repository={root}", env=env) as server:
         yield server

@@ -14,7 +14,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from tests.protocols.triton.conftest import HEADERS, LABELS, grpc_client, http_client
+from tests.protocols.triton.conftest import HEADERS, LABELS, NAMED_LABELS, grpc_client, http_client
 from tests.servers import RunningServer
 
 GRPC_HEADERS = {key.lower(): value for key, value in HEADERS.items()}
@@ -45,7 +45,7 @@ def _grpc(server: RunningServer, model: str, top: int) -> Any:
 
 @pytest.mark.parametrize("call", [_http, _grpc], ids=["http", "grpc"])
 def test_top_k_with_labels_from_the_models_labels_file(repository_server: RunningServer, call: Any) -> None:
-    for model, labels in (("scores", LABELS), ("plain", None)):
+    for model, labels in (("scores", LABELS), ("plain", None), ("named", NAMED_LABELS)):
         for top in (1, 3, 9):  # 9: more than the 4 classes is all 4
             answer = call(repository_server, model, top).as_numpy("scores")
             assert answer.shape == (2, min(top, 4))
