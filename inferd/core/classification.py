@@ -41,7 +41,10 @@ def classify(output: str, array: Any, count: int, rows: bool, labels: Sequence[s
     values = np.asarray(array)
     if values.dtype.kind not in "biuf":
         raise InvalidInput(f"output '{output}' is {values.dtype}, not scores a classification can rank")
-    table = values.reshape(values.shape[0], -1) if rows and values.ndim >= 1 else values.reshape(1, -1)
+    by_row = rows and values.ndim >= 1
+    table = (
+        values.reshape(values.shape[0], int(np.prod(values.shape[1:]))) if by_row else values.reshape(1, -1)
+    )
     count = min(count, table.shape[1])
     # stable: equal scores keep the order of their indices
     order = np.argsort(-table.astype(np.float64), axis=1, kind="stable")[:, :count]
@@ -52,7 +55,7 @@ def classify(output: str, array: Any, count: int, rows: bool, labels: Sequence[s
             if labels is not None and index < len(labels):
                 text += f":{labels[index]}"
             answer[row, column] = text.encode()
-    return answer if rows and values.ndim >= 1 else answer.reshape(count)
+    return answer if by_row else answer.reshape(count)
 
 
 def labels_of(model: Any, source: str) -> Sequence[str] | None:

@@ -263,6 +263,8 @@ class DataPlane:
         await self.registry.load(name, version)
         if config is not None:
             self.given_configs[name] = dict(config)
+        elif files:  # new files, settings of their own: the config given before is gone
+            self.given_configs.pop(name, None)
 
     async def unload_model(self, name: str, version: str | None = None) -> None:
         await self.registry.unload(name, version)
