@@ -168,6 +168,8 @@ class BatchingModel(Model):
         self.inner, self.settings = inner, settings
         self.platform = inner.platform  # type: ignore[misc]
         self.batcher: Batcher[InferenceRequest, InferenceResponse] = Batcher(self._run, settings)
+        #: Calls of the inner model (batches and requests run alone): Triton's ``execution_count``.
+        self.executions = 0
 
     def load(self) -> Awaitable[None] | None:
         self.inner.name, self.inner.version = self.name, self.version
@@ -187,10 +189,12 @@ class BatchingModel(Model):
     async def infer(self, request: InferenceRequest) -> InferenceResponse:
         rows = _rows(request)
         if rows is None or rows > self.settings.max_batch_size:
+            self.executions += 1
             return await self.inner.infer(request)
         return await self.batcher.submit(request, rows, _batch_key(request))
 
     async def _run(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        self.executions += 1
         if len(requests) == 1:
             return [await self.inner.infer(requests[0])]
         first = requests[0]

@@ -10,7 +10,9 @@ error (`DataPlane.infer`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Set
 from dataclasses import dataclass
 from types import TracebackType
@@ -18,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from inferd.core import metrics, tracing
+from inferd.core import classification, metrics, model_config, tracing
 from inferd.core.errors import InferdError, InferenceFailed, InvalidInput
 from inferd.core.limits import Gate, Gates, Limits
 from inferd.core.model import Model
@@ -28,6 +30,7 @@ from inferd.core.types import (
     InferenceRequest,
     InferenceResponse,
     ModelMetadata,
+    RequestedOutput,
     ServerMetadata,
     Tensors,
     datatype_of,
@@ -46,22 +49,55 @@ class ModelCall(Generic[M]):
     request's path, and counting awaits nothing, while each ``async with`` or generator-based
     manager would cost coroutines to enter and leave."""
 
-    __slots__ = ("_entry", "_gate", "_series", "_started", "metadata", "model", "ok")
+    __slots__ = (
+        "_entry",
+        "_gate",
+        "_queued",
+        "_run_end",
+        "_run_start",
+        "_series",
+        "_started",
+        "metadata",
+        "model",
+        "ok",
+        "rows",
+    )
 
     def __init__(
         self, entry: ModelEntry, model: M, metadata: ModelMetadata, gate: Gate | None, series: metrics.Series
     ) -> None:
         #: The model, and its metadata as read when it was loaded.
         self.model, self.metadata, self.ok = model, metadata, True
+        #: The inferences (batch rows) of this call, for Triton's ``inference_count``.
+        self.rows = 1
         self._entry, self._gate, self._series, self._started = entry, gate, series, 0.0
+        self._run_start = self._run_end = self._queued = 0.0
+
+    @property
+    def source(self) -> str:
+        """Where the model comes from (its folder), "" for a served target's models."""
+        return self._entry.source
 
     async def run(self, work: Callable[[], Awaitable[T]]) -> T:
-        """``await work()`` within the model's concurrency limit and request timeout, if it has them."""
+        """``await work()`` within the model's concurrency limit and request timeout, if it has them;
+        timed for the entry's statistics (`inferd.core.model_stats`)."""
         gate = self._gate
+        self._run_start = start = time.perf_counter()
+        if gate is not None:
+            inner = work
+
+            async def queued() -> T:
+                self._queued = time.perf_counter() - start
+                return await inner()
+
+            work = functools.partial(gate.run, queued)
         if tracing.tracer is not None:
             with tracing.tracer.span("inferd.model"):
-                return await work() if gate is None else await gate.run(work)
-        return await work() if gate is None else await gate.run(work)
+                result = await work()
+        else:
+            result = await work()
+        self._run_end = time.perf_counter()
+        return result
 
     def __enter__(self) -> ModelCall[M]:
         self._entry.inflight += 1  # an unload of the model waits for the call to leave
@@ -71,8 +107,10 @@ class ModelCall(Generic[M]):
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._series.end(self._started, self.ok and kind is None)
+        ok = self.ok and kind is None
+        self._series.end(self._started, ok)
         entry = self._entry
+        entry.stats.record(self._started, self._run_start, self._run_end, ok, self.rows, self._queued)
         entry.inflight -= 1
         if entry.inflight == 0:
             if entry.idle is not None:  # the last call out wakes a waiting unload
@@ -103,6 +141,8 @@ class DataPlane:
         self.server = server
         #: Models with a concurrency limit or a request timeout; the others run ungated.
         self.gates = gates if gates is not None else Gates(lambda name: Limits())
+        #: The ``config`` each model's last repository load was given (`model_config.with_given`).
+        self.given_configs: dict[str, dict[str, Any]] = {}
 
     def call(self, name: str, protocol: str, kind: type[M], version: str | None = None) -> ModelCall[M]:
         """A call of model ``name`` over ``protocol``, to enter with ``with``: `ModelNotFound` or
@@ -149,6 +189,9 @@ class DataPlane:
         with self.call(name, protocol, Model, version) as call:
             model, metadata = call.model, call.metadata
             _check_inputs(metadata, request)
+            if metadata.batched and request.inputs:
+                first = next(iter(request.inputs.values()))
+                call.rows = first.shape[0] if first.ndim else 1
             if metadata.outputs:
                 _check_requested_outputs(name, request, metadata.output_names)
             try:
@@ -162,9 +205,42 @@ class DataPlane:
             if request.outputs is not None:
                 _check_requested_outputs(name, request, outputs.keys())
                 outputs = {wanted.name: outputs[wanted.name] for wanted in request.outputs}
+                for wanted in request.outputs:
+                    if wanted.parameters and "classification" in wanted.parameters:
+                        outputs[wanted.name] = self._classified(call, wanted, outputs[wanted.name])
             response.outputs = outputs
             response.model_name, response.model_version, response.id = name, model.version, request.id
             return response
+
+    def model_config(self, name: str, version: str | None = None) -> dict[str, Any]:
+        """Triton's model configuration of a ready model (`inferd.core.model_config`)."""
+        entry = self.registry.ready_entry(name, version)
+        assert entry.metadata is not None
+        labelled = classification.labels_of(entry.model, entry.source) is not None
+        derived = model_config.derived_config(
+            entry.metadata, entry.model, entry.dialect or "python", labelled
+        )
+        return model_config.with_given(derived, self.given_configs.get(name))
+
+    def model_statistics(self, name: str | None = None, version: str | None = None) -> list[dict[str, Any]]:
+        """Triton's ``model_stats`` (`inferd.core.model_stats`): of every loaded model and version
+        (no ``name``), of the loaded versions of ``name``, or of one version; unknown ones are
+        `ModelNotFound`."""
+        registry = self.registry
+        if not name:
+            entries = [entry for entry in registry.entries() if entry.ready]
+        elif version:
+            entries = [registry.entry(name, version)]
+        else:
+            versions = registry.versions(name)
+            entries = [entry for entry in versions if entry.ready] or [registry.entry(name)]
+        return [entry.stats.body(entry.name, entry.version or "", entry.model) for entry in entries]
+
+    def _classified(self, call: ModelCall[Model], wanted: RequestedOutput, array: Any) -> Any:
+        """Triton's classification of one output (`inferd.core.classification`)."""
+        count = classification.class_count(wanted.name, wanted.parameters["classification"])
+        labels = classification.labels_of(call.model, call.source)
+        return classification.classify(wanted.name, array, count, call.metadata.batched, labels)
 
     def repository_index(self, ready_only: bool = False) -> list[ModelIndexEntry]:
         return [
@@ -185,6 +261,10 @@ class DataPlane:
         if config is not None or files:
             await asyncio.to_thread(self.registry.write, name, config, files or {})
         await self.registry.load(name, version)
+        if config is not None:
+            self.given_configs[name] = dict(config)
+        elif files:  # new files, settings of their own: the config given before is gone
+            self.given_configs.pop(name, None)
 
     async def unload_model(self, name: str, version: str | None = None) -> None:
         await self.registry.unload(name, version)

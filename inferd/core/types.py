@@ -88,6 +88,12 @@ class ModelMetadata:
         return {spec.name: spec for spec in self.inputs}
 
     @cached_property
+    def batched(self) -> bool:
+        """Whether the first input's first dimension is variable (-1): a batch of rows, each an
+        inference in Triton's ``inference_count``, and Triton's ``max_batch_size`` is not 0."""
+        return bool(self.inputs) and bool(self.inputs[0].shape) and self.inputs[0].shape[0] == -1
+
+    @cached_property
     def output_names(self) -> frozenset[str]:
         return frozenset(spec.name for spec in self.outputs)
 

@@ -38,7 +38,13 @@ from inferd.server.ui.describe import Describer
 from inferd.server.ui.login import Login
 from inferd.server.ui.login import routes as login_routes
 
-EXTENSIONS = ("binary_tensor_data", "model_repository")
+EXTENSIONS = (
+    "binary_tensor_data",
+    "classification",
+    "model_configuration",
+    "model_repository",
+    "statistics",
+)
 
 
 @dataclass(frozen=True)

@@ -185,7 +185,13 @@ def test_server_metadata(iris: triton.InferenceServerClient) -> None:
     metadata = iris.get_server_metadata()
     assert metadata.name == "inferd"
     assert metadata.version == inferd.__version__
-    assert set(metadata.extensions) == {"binary_tensor_data", "model_repository"}
+    assert set(metadata.extensions) == {
+        "binary_tensor_data",
+        "classification",
+        "model_configuration",
+        "model_repository",
+        "statistics",
+    }
 
 
 def test_model_metadata(iris: triton.InferenceServerClient) -> None:
@@ -206,8 +212,8 @@ def test_model_metadata_without_signature(models_stub: pb_grpc.GRPCInferenceServ
 
 
 def test_unimplemented_triton_rpcs(iris: triton.InferenceServerClient) -> None:
-    assert triton_error(lambda: iris.get_model_config("iris")).status() == "StatusCode.UNIMPLEMENTED"
-    assert triton_error(lambda: iris.get_inference_statistics()).status() == "StatusCode.UNIMPLEMENTED"
+    shared_memory = triton_error(lambda: iris.get_system_shared_memory_status())
+    assert shared_memory.status() == "StatusCode.UNIMPLEMENTED"
     assert iris.is_server_live()
 
 
@@ -481,7 +487,7 @@ def _truncated_bytes(request: pb.ModelInferRequest) -> None:
 
 def _classification(request: pb.ModelInferRequest) -> None:
     _raw_input(request, "a", np.zeros(1, np.float32))
-    request.outputs.add(name="a-out").parameters["classification"].int64_param = 2
+    request.outputs.add(name="a-out").parameters["classification"].int64_param = 0
 
 
 def _unset_parameter(request: pb.ModelInferRequest) -> None:
@@ -500,7 +506,10 @@ BAD_ECHO_REQUESTS = {
     "negative shape": (_negative_shape, "dimensions must not be negative"),
     "duplicate input": (_duplicate_input, "input 'a' appears twice"),
     "truncated BYTES": (_truncated_bytes, "runs past the end"),
-    "classification": (_classification, "classification extension is not supported"),
+    "classification of 0": (
+        _classification,
+        "classification must be a whole number of classes of at least 1",
+    ),
     "unset parameter": (_unset_parameter, "parameter 'empty' has no value"),
 }
 

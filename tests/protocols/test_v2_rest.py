@@ -39,7 +39,13 @@ def test_health_and_server_metadata(client: httpx.Client) -> None:
     assert client.get("/v2/health/ready").status_code == 200
     body = client.get("/v2").json()
     assert body["name"] == "inferd"
-    assert set(body["extensions"]) == {"binary_tensor_data", "model_repository"}
+    assert set(body["extensions"]) == {
+        "binary_tensor_data",
+        "classification",
+        "model_configuration",
+        "model_repository",
+        "statistics",
+    }
 
 
 def test_model_metadata_and_ready(client: httpx.Client) -> None:

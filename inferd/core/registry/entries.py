@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from inferd.core.model import Model
+from inferd.core.model_stats import ModelStats
 from inferd.core.repository import ModelFactory, ServedModel
 from inferd.core.types import ModelMetadata
 
@@ -51,6 +52,8 @@ class ModelEntry:
     held: bool = False
     #: Calls inside the model now (`inferd.core.dataplane.ModelCall`); unloading waits for them.
     inflight: int = 0
+    #: Triton's statistics of its calls (`inferd.core.model_stats`), kept across its reloads.
+    stats: ModelStats = field(default_factory=ModelStats, repr=False)
     #: Calls waiting for its load: with calls inside it, they keep it from being unloaded for room.
     waiting: int = 0
     #: Their futures, which its load answers as it ends: ``asyncio.shield`` of the load's task would

@@ -16,6 +16,7 @@ import yaml
 
 from inferd.core.errors import InvalidInput
 from inferd.core.names import name_problem
+from inferd.dialects.repository import triton_config
 from inferd.dialects.repository.files import SETTINGS_FILE, FolderProblem, from_mlserver, is_mlserver
 from inferd.dialects.repository.versions import version_folders
 from inferd.storage.confine import outside_problem
@@ -137,11 +138,15 @@ def relative_path(name: str, key: str) -> str:
 
 
 def settings_text(name: str, config: Mapping[str, Any]) -> str:
-    """``config`` (inferd's keys, or MLServer's model settings) as the text of an ``inferd.yaml``."""
+    """``config`` (inferd's keys, MLServer's model settings or Triton's model configuration) as the
+    text of an ``inferd.yaml``."""
     if not isinstance(config, Mapping) or not all(isinstance(key, str) for key in config):
         raise InvalidInput(f"model '{name}': its config must be a mapping of settings")
     try:
-        values = from_mlserver(config) if is_mlserver(config) else dict(config)
+        if triton_config.is_triton(config):
+            values = triton_config.inferd_settings(config)
+        else:
+            values = from_mlserver(config) if is_mlserver(config) else dict(config)
         text: str = yaml.safe_dump(values, sort_keys=True)
         return text
     except FolderProblem as exc:

@@ -235,7 +235,6 @@ def encode_json(array: Array) -> Any | None:
 
 
 def requested_output(name: str, parameters: Parameters) -> RequestedOutput:
-    """An output the client asked for; the classification extension is refused, not ignored."""
-    if "classification" in parameters:
-        raise InvalidInput(f"output '{name}': the classification extension is not supported")
+    """An output the client asked for (with ``classification``: Triton's classification extension,
+    answered by the data plane, `inferd.core.classification`)."""
     return RequestedOutput(name, parameters)

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+from google.protobuf import json_format
 
 from inferd.core import tracing
 from inferd.core.dataplane import DataPlane
@@ -153,6 +154,20 @@ class V2Servicer:
         return answer
 
     @_answer_errors
+    async def ModelStatistics(
+        self, request: pb.ModelStatisticsRequest, context: Context
+    ) -> pb.ModelStatisticsResponse:
+        stats = self.dataplane.model_statistics(request.name or None, request.version or None)
+        answer = pb.ModelStatisticsResponse()
+        json_format.ParseDict({"model_stats": stats}, answer)
+        return answer
+
+    @_answer_errors
+    async def ModelConfig(self, request: pb.ModelConfigRequest, context: Context) -> pb.ModelConfigResponse:
+        config = self.dataplane.model_config(request.name, request.version or None)
+        return pb.ModelConfigResponse(config=config_message(config))
+
+    @_answer_errors
     async def RepositoryIndex(
         self, request: pb.RepositoryIndexRequest, context: Context
     ) -> pb.RepositoryIndexResponse:
@@ -186,6 +201,24 @@ def _repository_parameters(parameters: Mapping[str, pb.ModelRepositoryParameter]
 
 
 # ---- metadata ----
+
+
+def config_message(config: Mapping[str, Any]) -> pb.ModelConfig:
+    """Triton's ``ModelConfig`` of a JSON configuration: the fields inferd's proto declares (keys a
+    load gave that it does not declare are left out; REST answers them); a key whose value does not
+    fit its field is left out too rather than fail the call."""
+    message = pb.ModelConfig()
+    for key, value in config.items():
+        field = pb.ModelConfig()
+        try:
+            json_format.ParseDict({key: value}, field, ignore_unknown_fields=True)
+        except json_format.ParseError as exc:
+            logger.warning(
+                "model %s: config key %r does not fit Triton's ModelConfig: %s", config.get("name"), key, exc
+            )
+            continue
+        message.MergeFrom(field)
+    return message
 
 
 def encode_metadata(metadata: ModelMetadata) -> pb.ModelMetadataResponse:

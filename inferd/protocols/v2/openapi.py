@@ -15,6 +15,11 @@ _PARAMETERS = {
     "additionalProperties": {"anyOf": [{"type": "boolean"}, {"type": "number"}, {"type": "string"}]},
 }
 _NO_BODY = {"description": "no body"}
+_STATS = {
+    "type": "object",
+    "required": ["model_stats"],
+    "properties": {"model_stats": {"type": "array", "items": {"type": "object"}}},
+}
 _STRING = {"type": "string"}
 
 
@@ -96,6 +101,30 @@ DOCUMENT: dict[str, Any] = {
                 "summary": "Model readiness",
                 "parameters": [_NAME],
                 "responses": {"200": _NO_BODY, "400": _NO_BODY, "404": _ERROR},
+            }
+        },
+        "/v2/models/stats": {
+            "get": {
+                "summary": "Triton's statistics extension: every loaded model",
+                "responses": {"200": _json("model_stats", _STATS)},
+            }
+        },
+        "/v2/models/{name}/stats": {
+            "get": {
+                "summary": "Triton's statistics extension: one model's loaded versions",
+                "parameters": [_NAME],
+                "responses": {"200": _json("model_stats", _STATS), "404": _ERROR},
+            }
+        },
+        "/v2/models/{name}/config": {
+            "get": {
+                "summary": "Triton's model configuration extension",
+                "parameters": [_NAME],
+                "responses": {
+                    "200": _json("Triton's ModelConfig", _object(["name"], name=_STRING)),
+                    "404": _ERROR,
+                    "503": _ERROR,
+                },
             }
         },
         "/v2/models/{name}/infer": {

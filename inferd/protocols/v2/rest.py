@@ -119,6 +119,14 @@ class V2Endpoints:
         name, version = _model_of(request)
         return JSONResponse(metadata_body(self.dataplane.model_metadata(name, version)))
 
+    async def statistics(self, request: Request) -> Response:
+        name, version = request.path_params.get("name"), request.path_params.get("version")
+        return JSONResponse({"model_stats": self.dataplane.model_statistics(name, version)})
+
+    async def config(self, request: Request) -> Response:
+        name, version = _model_of(request)
+        return JSONResponse(self.dataplane.model_config(name, version))
+
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi.DOCUMENT)
 
@@ -154,11 +162,14 @@ def routes(dataplane: DataPlane, max_body_size: int) -> list[Route]:
     model_routes: list[tuple[str, Endpoint | ASGIApp, str]] = [
         ("/infer", infer, "POST"),
         ("/ready", endpoints.model_ready, "GET"),
+        ("/stats", endpoints.statistics, "GET"),
+        ("/config", endpoints.config, "GET"),
         ("", endpoints.model_metadata, "GET"),
     ]
-    table: list[
-        tuple[str, Endpoint | ASGIApp, str]
-    ] = []  # model routes first: the router tries them in order
+    table: list[tuple[str, Endpoint | ASGIApp, str]] = [
+        ("/v2/models/stats", endpoints.statistics, "GET")
+    ]  # before the model named "stats"
+    # model routes next: the router tries them in order
     for suffix, endpoint, method in model_routes:
         table.append(("/v2/models/{name}" + suffix, endpoint, method))
         table.append(("/v2/models/{name}/versions/{version}" + suffix, endpoint, method))
