@@ -36,6 +36,8 @@ from inferd.core.types import (
 logger = logging.getLogger("inferd.dataplane")
 T = TypeVar("T")
 M = TypeVar("M", bound=Model)
+#: The most values an input may hold to be kept as a model's last request (`DataPlane.last_inputs`).
+SMALL_INPUT = 256
 
 
 class ModelCall(Generic[M]):
@@ -103,6 +105,9 @@ class DataPlane:
         self.server = server
         #: Models with a concurrency limit or a request timeout; the others run ungated.
         self.gates = gates if gates is not None else Gates(lambda name: Limits())
+        #: Each model's last V2 inputs answered without error, small ones only (`SMALL_INPUT`): the
+        #: try-it page starts its form from them when the model has no example of its own.
+        self.last_inputs: dict[str, Tensors] = {}
 
     def call(self, name: str, protocol: str, kind: type[M], version: str | None = None) -> ModelCall[M]:
         """A call of model ``name`` over ``protocol``, to enter with ``with``: `ModelNotFound` or
@@ -164,6 +169,10 @@ class DataPlane:
                 outputs = {wanted.name: outputs[wanted.name] for wanted in request.outputs}
             response.outputs = outputs
             response.model_name, response.model_version, response.id = name, model.version, request.id
+            if all(
+                getattr(value, "size", SMALL_INPUT + 1) <= SMALL_INPUT for value in request.inputs.values()
+            ):
+                self.last_inputs[name] = request.inputs
             return response
 
     def repository_index(self, ready_only: bool = False) -> list[ModelIndexEntry]:

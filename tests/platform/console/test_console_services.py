@@ -7,6 +7,7 @@ try-it page, served by the service, reached through the gateway). Screenshots un
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,6 +158,28 @@ def test_the_page_draws_charts_and_follows_a_log(setup: Setup) -> None:
         assert "UTC" in tab.text("#service-log-status")
         tab.click("#service-log-close")
         assert tab.wait_for("document.querySelector('#service-log').hidden")
+
+        # the link: the service's try-it page through the gateway, its links and requests under /e/main/
+        tab.goto(link)
+        tab.wait_for("!!document.querySelector('tr[data-model=scale] a')")
+        assert tab.evaluate("document.querySelector('tr[data-model=scale] a').pathname") == (
+            "/e/main/inferd/models/scale"
+        )
+        tab.click("tr[data-model=scale] a")
+        tab.wait_for("!!document.querySelector('#request')")  # no declared inputs: the whole request
+        assert tab.evaluate("location.pathname") == "/e/main/inferd/models/scale"
+        assert "the last request answered" in tab.text("#example-from")
+        last = json.loads(tab.evaluate("document.querySelector('#request').value"))
+        assert last["inputs"][0]["name"] == "x" and last["inputs"][0]["data"] == [1.0]
+        request = {"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [2.5]}]}
+        tab.fill("#request", json.dumps(request))
+        tab.click("#send")
+        answer = tab.wait_for("document.querySelector('#answer-json')?.innerText")
+        assert '"model_name": "scale"' in answer and "2.5" in answer
+        assert (
+            tab.evaluate("getComputedStyle(document.querySelector('header')).display") != "inline"
+        )  # styled
+        tab.screenshot("console-try-it-through-endpoint.png")
 
 
 def test_quantiles_are_read_from_buckets_as_prometheus_does() -> None:
