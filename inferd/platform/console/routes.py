@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from inferd import __version__
 from inferd.platform.console.history import HISTORY
 from inferd.platform.console.traffic import traffic
 from inferd.platform.manager import Platform
@@ -78,7 +79,9 @@ def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
         return FileResponse(path, headers=HEADERS)
 
     async def info(request: Request) -> Response:
-        return JSONResponse({"gateway_port": settings.gateway_port, "login": tokens is not None})
+        return JSONResponse(
+            {"gateway_port": settings.gateway_port, "login": tokens is not None, "version": __version__}
+        )
 
     async def deployment_traffic(request: Request) -> Response:
         deployment = platform.store.deployment(request.path_params["deployment"])

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from inferd import __version__
 from tests import browser
 from tests.platform.console.conftest import push
 from tests.platform.console.test_console import Setup, row, stop_all
@@ -139,6 +140,7 @@ def test_the_page_draws_charts_and_follows_a_log(setup: Setup) -> None:
         )
         assert times and all(t.endswith(" UTC") for t in times), times
         assert "UTC" in tab.text("#status")
+        assert tab.text("#server") == f"platform console · inferd {__version__}"
 
         # try it through the endpoint: the link leads to the gateway's /e/main/
         link = tab.evaluate("document.querySelector('form[data-endpoint=main] a.try-it').href")

@@ -399,6 +399,7 @@ const platform = (() => {
       // the page works without it: endpoints show their path on the gateway only
     }
     $("#sign-out").hidden = !info.login;
+    if (info.version) show($("#server"), `platform console · inferd ${info.version}`);
     await refresh();
   }
 
