@@ -118,3 +118,15 @@ def test_the_hiding_is_what_fails() -> None:
         env=with_this_tree(dict(os.environ)),
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_deepaas_projects_image_installs_the_extra(tmp_path: Path) -> None:
+    """``inferd build`` of a DEEPaaS scaffold installs inferd with its deepaas extra in the image."""
+    from inferd.deploy.wheel import WHEEL_DIR
+    from tests.deploy.test_build import WHEEL, build
+
+    create(tmp_path / "my-deepaas", "deepaas")
+    done = build(str(tmp_path / "my-deepaas"))
+    assert done.returncode == 0, done.stderr
+    dockerfile = (tmp_path / "my-deepaas" / "Dockerfile").read_text()
+    assert f"RUN pip install './{WHEEL_DIR}/{WHEEL}[deepaas]'" in dockerfile
