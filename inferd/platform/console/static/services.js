@@ -52,7 +52,7 @@ const consoleServices = (() => {
         else runs[runs.length - 1].push(p);
       }
       return runs.filter((run) => run.length).map((run) => run.length === 1
-        ? svg("circle", { cx: x(run[0][0]), cy: y(run[0][s.index]), r: 2, class: `dot ${s.name}`, "data-series": s.name })
+        ? svg("path", { d: `M${x(run[0][0])},${y(run[0][s.index])} l0.01,0`, class: `dot ${s.name}`, "data-series": s.name })
         : svg("path", { d: run.map((p, i) => `${i ? "L" : "M"}${x(p[0])},${y(p[s.index])}`).join(" "),
           class: `line ${s.name}`, fill: "none", "data-series": s.name }));
     });

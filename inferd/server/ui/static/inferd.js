@@ -288,7 +288,7 @@ const inferd = (() => {
       else runs[runs.length - 1].push(p);
     }
     const marks = runs.filter((run) => run.length).map((run) => run.length === 1
-      ? svg("circle", { cx: xy(run[0]).split(",")[0], cy: xy(run[0]).split(",")[1], r: 2, class: "dot" })
+      ? svg("path", { d: `M${xy(run[0])} l0.01,0`, class: "dot" })
       : svg("path", { d: `M${run.map(xy).join(" L")}`, class: "line", fill: "none" }));
     const latest = [...values].pop();
     const shown = (v) => (v === undefined ? "–" : `${v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${unit}`);
