@@ -28,7 +28,7 @@ PROJECT_FILE = "inferd.yaml"
 #: Files in a project that call for an extra of inferd.
 EXTRA_MARKERS = {"*.onnx": "onnx", "saved_model.pb": "tensorflow"}
 #: Extras a dialect always needs (ABEJA's handlers take images and videos).
-DIALECT_EXTRAS = {"abeja": "video"}
+DIALECT_EXTRAS = {"abeja": "video", "deepaas": "deepaas"}
 #: ``(dialect, target) → dialect name``: how ``auto`` is told (the dialects, a layer above, know).
 Resolver = Callable[[str, str], str]
 

@@ -39,6 +39,8 @@ from inferd.core.types import (
 logger = logging.getLogger("inferd.dataplane")
 T = TypeVar("T")
 M = TypeVar("M", bound=Model)
+#: The most values an input may hold to be kept as a model's last request (`DataPlane.last_inputs`).
+SMALL_INPUT = 256
 
 
 class ModelCall(Generic[M]):
@@ -143,6 +145,9 @@ class DataPlane:
         self.gates = gates if gates is not None else Gates(lambda name: Limits())
         #: The ``config`` each model's last repository load was given (`model_config.with_given`).
         self.given_configs: dict[str, dict[str, Any]] = {}
+        #: Each model's last V2 inputs answered without error, small ones only (`SMALL_INPUT`): the
+        #: try-it page starts its form from them when the model has no example of its own.
+        self.last_inputs: dict[str, Tensors] = {}
 
     def call(self, name: str, protocol: str, kind: type[M], version: str | None = None) -> ModelCall[M]:
         """A call of model ``name`` over ``protocol``, to enter with ``with``: `ModelNotFound` or
@@ -210,6 +215,10 @@ class DataPlane:
                         outputs[wanted.name] = self._classified(call, wanted, outputs[wanted.name])
             response.outputs = outputs
             response.model_name, response.model_version, response.id = name, model.version, request.id
+            if all(
+                getattr(value, "size", SMALL_INPUT + 1) <= SMALL_INPUT for value in request.inputs.values()
+            ):
+                self.last_inputs[name] = request.inputs
             return response
 
     def model_config(self, name: str, version: str | None = None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from inferd.platform import admin_token
 from inferd.platform.api.app import create_control_app
 from inferd.platform.artifacts import ArtifactStore
 from inferd.platform.bundle_copies import BundleCopies
+from inferd.platform.console import history
 from inferd.platform.datapath import DataPath, GatewayPath
 from inferd.platform.gateway import EndpointTable
 from inferd.platform.gateway.grpc_proxy import serve_grpc_gateway
@@ -203,6 +204,9 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
     )
     autoscaler = Autoscaler(platform, policy, settings.autoscale_interval)
     autoscaler.start()
+    history.HISTORY.every(settings.console_sample_interval)
+    sampler = history.Sampler(platform, history.HISTORY)
+    sampler.start()
     sock = bind_http(settings.host, settings.port)
     # the data path's real ports (0 in the settings asks for a free one): the console shows them
     ports = {"gateway_port": gateway.port, "grpc_gateway_port": gateway.grpc_port}
@@ -230,6 +234,7 @@ async def serve(settings: PlatformSettings, on_ready: Callable[[Listening], None
             admin_token.remove_record(record)
         api.should_exit = True
         await autoscaler.aclose()
+        await sampler.aclose()
         await asyncio.gather(task, gateway.stop(), return_exceptions=True)
         platform.detach()
         platform.store.close()

@@ -71,6 +71,10 @@ class PlatformSettings(ServerSettings):
     """A service scales down only to the highest replica count recommended over this many seconds,
     and not before it was watched that long (Cortex's ``downscale_stabilization_period``)."""
 
+    console_sample_interval: float = Field(10.0, ge=0.1, le=600)
+    """Seconds between two points of the console's traffic charts (requests per second, p50 and p99
+    latency of each service and endpoint); an hour of points is kept in the control process's memory."""
+
     service_stop_grace: float = Field(30.0, ge=0)
     """How long a stopped service may take to answer what it holds before it is killed."""
 

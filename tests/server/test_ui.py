@@ -60,9 +60,10 @@ def test_the_description_has_tensors_traffic_and_the_v2_form(scale_server: Runni
         "kind": "v2",
         "method": "POST",
         "path": "/v2/models/scale/infer",
-        "example": {"x": [[0, 0]]},
+        "example": {"x": [[1.0, 2.0]]},  # the last request answered (the bad one was not)
         "fields": [{"name": "x", "datatype": "FP32", "shape": [-1, 2]}],
     }
+    assert model["example_from"] == "the last request answered"
     assert one["name"] == "scale" and one["requests"]["ok"] >= 1
     assert missing.status_code == 404 and "nope" in missing.json()["error"]
 

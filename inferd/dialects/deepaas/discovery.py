@@ -14,12 +14,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from marshmallow.warnings import RemovedInMarshmallow4Warning
-
 from inferd.core.errors import ModelLoadError, TargetError
 from inferd.core.importer import add_to_path, import_from_string, split_target
-from inferd.dialects.deepaas import stand_in, test_model
-from inferd.dialects.deepaas.settings import DeepaasSettings
+from inferd.dialects.deepaas import stand_in
+from inferd.dialects.deepaas.settings import TEST_MODEL, DeepaasSettings
 
 logger = logging.getLogger("inferd.deepaas")
 
@@ -28,7 +26,7 @@ HOW_TO_REGISTER = (
     f"register one in the '{GROUP}' entry-point group (pyproject.toml: "
     f'[project.entry-points."{GROUP}"] mymodel = "mypackage.model:MyModel", then pip install it), '
     "or serve it directly: inferd serve mypackage.model:MyModel --dialect deepaas "
-    f"(--model-name {test_model.NAME} serves the built-in test model)"
+    f"(--model-name {TEST_MODEL} serves the built-in test model)"
 )
 
 
@@ -37,8 +35,14 @@ def prepare_imports() -> None:
     ``location=``, ``description=``), which marshmallow 3 still takes with a deprecation warning per
     declaration; inferd supports that style on purpose, so the warnings are only noise in the model's
     log. And they import deepaas's ``BaseModel`` and ``UploadedFile``, which resolve to inferd's
-    equivalents when deepaas is not installed (`stand_in`)."""
-    warnings.filterwarnings("ignore", category=RemovedInMarshmallow4Warning)
+    equivalents when deepaas is not installed (`stand_in`). (marshmallow is imported here, not at the
+    top: detection runs this for every ``module:attr`` target, and the deepaas extra may be absent.)"""
+    try:
+        from marshmallow.warnings import RemovedInMarshmallow4Warning
+    except ImportError:  # no extra: whether the target is a DEEPaaS model is still asked (`loader`)
+        pass
+    else:
+        warnings.filterwarnings("ignore", category=RemovedInMarshmallow4Warning)
     stand_in.install_aliases()
 
 
@@ -47,6 +51,8 @@ def entry_points() -> dict[str, metadata.EntryPoint]:
 
 
 def _test_model() -> Any:
+    from inferd.dialects.deepaas import test_model
+
     return test_model.TestModel
 
 
@@ -69,7 +75,7 @@ def discover(settings: DeepaasSettings) -> dict[str, Callable[[], Any]]:
         return {name: lambda: load_target(target)}
     points = entry_points()
     wanted = settings.model_name
-    if wanted == test_model.NAME and wanted not in points:
+    if wanted == TEST_MODEL and wanted not in points:
         return {wanted: _test_model}
     if wanted:
         point = points.get(wanted)

@@ -4,6 +4,9 @@ found them, or a ``module`` / ``module:attr`` target for code that is not instal
 
 ``--model-name`` (or ``DEEPAAS_V2_MODEL``) picks one entry point; without it every entry point is
 served side by side under its name. ``deepaas-test`` names the built-in test model.
+
+Auto-detection imports this module for every target: what needs the deepaas extra (`extra`) is
+imported once a DEEPaaS model is served, never at the top.
 """
 
 from __future__ import annotations
@@ -17,12 +20,11 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from inferd.core.dataplane import DataPlane
-from inferd.core.errors import TargetError
+from inferd.core.errors import MissingExtra, TargetError
 from inferd.core.model import Model
 from inferd.dialects.base import EnvironmentTable, ServedModel, TryForm, settings_from
-from inferd.dialects.deepaas import rest
+from inferd.dialects.deepaas import extra
 from inferd.dialects.deepaas.discovery import discover, load_target
-from inferd.dialects.deepaas.model import DeepaasModel
 from inferd.dialects.deepaas.settings import DeepaasSettings
 
 #: Methods that make an object a DEEPaaS model (a Seldon class has ``predict`` too).
@@ -60,6 +62,12 @@ def looks_like_model(target: str) -> bool:
         return False
     try:
         found = load_target(target)
+    except ImportError as exc:
+        if extra.needed_by(exc):  # model code importing webargs, say, without the deepaas extra
+            raise MissingExtra(
+                f"{target} imports {exc.name}: {MissingExtra.install(extra.EXTRA)}", extra.EXTRA
+            ) from None
+        return False
     except Exception:
         return False
     if inspect.isclass(found) and issubclass(found, Model):
@@ -82,6 +90,7 @@ class DeepaasDialect:
     def models(self, settings: DeepaasSettings) -> list[ServedModel]:
         if settings.base_path and not settings.base_path.startswith("/"):
             raise TargetError(f"--base-path must start with '/': {settings.base_path!r}")
+        extra.require()
         check_libraries()
         return [
             ServedModel(name, _factory(name, load, settings), settings.model_version)
@@ -89,6 +98,8 @@ class DeepaasDialect:
         ]
 
     def routes(self, dataplane: DataPlane, settings: DeepaasSettings) -> list[BaseRoute]:
+        from inferd.dialects.deepaas import rest
+
         return rest.routes(dataplane, settings)
 
     def grpc_services(self, dataplane: DataPlane, settings: DeepaasSettings) -> list[Any]:
@@ -96,6 +107,8 @@ class DeepaasDialect:
 
     def try_form(self, name: str, dataplane: DataPlane, settings: DeepaasSettings) -> TryForm | None:
         """The predict route's arguments, as its Swagger document describes them."""
+        from inferd.dialects.deepaas.model import DeepaasModel
+
         model = dataplane.registry.get(name)
         assert isinstance(model, DeepaasModel)
         base = settings.base_path.rstrip("/")
@@ -104,6 +117,8 @@ class DeepaasDialect:
 
 def _factory(name: str, load: Callable[[], Any], settings: DeepaasSettings) -> Callable[[], Model]:
     def build() -> Model:
+        from inferd.dialects.deepaas.model import DeepaasModel
+
         return DeepaasModel(name, load, settings.warm, settings.predict_in_thread)
 
     return build

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from inferd.core.settings import DialectSettings
 
+#: The built-in test model's name (``--model-name deepaas-test``), here for modules that must not import
+#: `test_model` (and marshmallow with it) before a DEEPaaS model is served.
+TEST_MODEL = "deepaas-test"
+
 
 class DeepaasSettings(DialectSettings):
     """Which entry point is served, where, and which of DEEPaaS's routes are on."""

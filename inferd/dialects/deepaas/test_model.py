@@ -15,9 +15,11 @@ from typing import Any, ClassVar
 
 from marshmallow import fields, validate
 
+from inferd.dialects.deepaas.settings import TEST_MODEL
+
 logger = logging.getLogger("inferd.deepaas")
 
-NAME = "deepaas-test"
+NAME = TEST_MODEL
 METADATA = {
     "id": "0",
     "name": NAME,

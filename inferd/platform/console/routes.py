@@ -8,12 +8,15 @@ through and refuses every other site's."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from inferd import __version__
+from inferd.platform.console.history import HISTORY
 from inferd.platform.console.traffic import traffic
 from inferd.platform.manager import Platform
 from inferd.platform.settings import PlatformSettings
@@ -41,6 +44,8 @@ HEADERS = {
 }
 FILES = {
     "console.js": STATIC / "console.js",
+    "services.js": STATIC / "services.js",
+    "services.css": STATIC / "services.css",
     "console.css": STATIC / "console.css",
     "training.js": STATIC / "training.js",
     "inferd.css": TRY_IT_STATIC / "inferd.css",
@@ -75,12 +80,28 @@ def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
         return FileResponse(path, headers=HEADERS)
 
     async def info(request: Request) -> Response:
-        return JSONResponse({"gateway_port": settings.gateway_port, "login": tokens is not None})
+        return JSONResponse(
+            {"gateway_port": settings.gateway_port, "login": tokens is not None, "version": __version__}
+        )
 
     async def deployment_traffic(request: Request) -> Response:
         deployment = platform.store.deployment(request.path_params["deployment"])
         services = platform.store.services(deployment.id)
         return JSONResponse(await traffic(services, platform.token_of, platform.routing.addresses))
+
+    async def deployment_history(request: Request) -> Response:
+        # the last hour of each service's and endpoint's traffic (`history`), for the charts
+        deployment = platform.store.deployment(request.path_params["deployment"])
+        services = platform.store.services(deployment.id)
+        endpoints = platform.store.endpoints(deployment.id)
+        return JSONResponse(
+            {
+                "interval": HISTORY.interval,
+                "now": time.time(),
+                "services": {s.id: HISTORY.of(f"service:{s.id}") for s in services},
+                "endpoints": {e.name: HISTORY.of(f"endpoint:{e.name}") for e in endpoints},
+            }
+        )
 
     found: list[BaseRoute] = [
         Route("/", root, methods=["GET"]),
@@ -89,6 +110,7 @@ def console_routes(platform: Platform, settings: PlatformSettings) -> list[BaseR
         Route(f"{PREFIX}/static/{{name}}", static, methods=["GET"]),
         Route(f"{PREFIX}/api/info", info, methods=["GET"]),
         Route(f"{PREFIX}/api/deployments/{{deployment}}/traffic", deployment_traffic, methods=["GET"]),
+        Route(f"{PREFIX}/api/deployments/{{deployment}}/history", deployment_history, methods=["GET"]),
     ]
     if tokens is not None:
         found += login_routes(console_login(tokens))

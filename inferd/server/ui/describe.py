@@ -12,6 +12,7 @@ from inferd.core.settings import DialectSettings
 from inferd.core.types import ModelMetadata, TensorSpec
 from inferd.dialects.base import Dialect, TryForm, example_tensor
 from inferd.protocols import prometheus
+from inferd.server.ui.examples import prefilled
 
 
 def v2_form(name: str, metadata: ModelMetadata) -> TryForm:
@@ -45,6 +46,9 @@ class Describer:
         metadata = entry.metadata if entry.ready else None
         counted = traffic.get(entry.name, prometheus.Traffic())
         form = self.form(entry.name, metadata) if metadata is not None else None
+        example = None
+        if form is not None:
+            form, example = prefilled(form, self.settings.target, self.dataplane.last_inputs.get(entry.name))
         return {
             "name": entry.name,
             "version": entry.version,
@@ -60,6 +64,7 @@ class Describer:
             "requests": {"ok": counted.ok, "error": counted.error},
             "latency_ms": counted.mean_ms,
             "try": asdict(form) if form is not None else None,
+            "example_from": example,
         }
 
     def form(self, name: str, metadata: ModelMetadata) -> TryForm:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -31,11 +32,29 @@ def claims_root(routes: list[BaseRoute]) -> bool:
     return any(matches(route, "/") and not matches(route, _PROBE) for route in routes)
 
 
+@functools.cache
+def at_root_page() -> str:
+    """The list of models as ``/`` serves it: its links, relative to ``/inferd/``, made so from ``/``."""
+    page = (STATIC / "index.html").read_text()
+    for old, new in (
+        ('="static/', '="inferd/static/'),
+        ('href="./"', 'href="inferd/"'),
+        ('href="../metrics"', 'href="metrics"'),
+        ('href="api/models"', 'href="inferd/api/models"'),
+    ):
+        page = page.replace(old, new)
+    return page
+
+
 def routes(describer: Describer, at_root: bool) -> list[BaseRoute]:
     """The page under `PREFIX`, and at ``/`` too when ``at_root``."""
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
+
+    async def index_at_root(request: Request) -> Response:
+        # the page's links are relative to /inferd/ (so it works under a gateway's /e/NAME/ too)
+        return HTMLResponse(at_root_page())
 
     async def model_page(request: Request) -> Response:
         return FileResponse(STATIC / "model.html")
@@ -45,7 +64,8 @@ def routes(describer: Describer, at_root: bool) -> list[BaseRoute]:
         return JSONResponse(body)
 
     async def model(request: Request) -> Response:
-        return JSONResponse(describer.one(request.path_params["name"]))
+        described = describer.one(request.path_params["name"])
+        return JSONResponse({**described, "server": {"name": "inferd", "version": __version__}})
 
     async def to_index(request: Request) -> Response:
         return RedirectResponse(f"{PREFIX}/", 308)
@@ -59,5 +79,5 @@ def routes(describer: Describer, at_root: bool) -> list[BaseRoute]:
         Mount(f"{PREFIX}/static", app=StaticFiles(directory=STATIC), name="inferd-static"),
     ]
     if at_root:
-        found.append(Route("/", index, methods=["GET"]))
+        found.append(Route("/", index_at_root, methods=["GET"]))
     return found

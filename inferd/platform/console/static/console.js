@@ -52,7 +52,12 @@ const platform = (() => {
 
   const get = (url) => call("GET", url);
 
-  const time = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace(/\+00:00$/, " UTC") : "–");
+  // Every time in UTC, whatever zone the API wrote it in or the browser is in.
+  const time = (iso) => {
+    if (!iso) return "–";
+    const when = new Date(iso);
+    return Number.isNaN(when.getTime()) ? iso : `${when.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+  };
   const shortDigest = (digest) => digest.replace(/^(sha256:)?([0-9a-f]{12})[0-9a-f]*$/, "$1$2");
 
   function size(bytes) {
@@ -159,13 +164,25 @@ const platform = (() => {
     return el("tr", {}, el("td", { colspan: columns, class: "hint" }, text));
   }
 
-  function drawServices({ services, versions, traffic }) {
+  // The endpoints that send service `id` requests (a weight above 0, or as its shadow): the API refuses
+  // to stop it until they route elsewhere, so its stop button says so instead.
+  const routedBy = (id, endpoints) =>
+    endpoints.filter((e) => e.routes.some((r) => r.service_id === id && r.weight > 0) || e.shadow_service_id === id)
+      .map((e) => e.name);
+
+  function drawServices({ services, versions, traffic, endpoints }) {
     const labels = Object.fromEntries(versions.map((v) => [v.id, v.label]));
     const rows = services.map((s) => {
       const counted = traffic[s.id] || { requests: null, latency_ms: null, gateway: 0 };
       const live = LIVE.includes(s.state);
-      const button = el("button", { type: "button", class: `small ${live ? "stop" : "start"}`, disabled: s.state === "stopping" },
-        live ? "stop" : "start");
+      const routing = live ? routedBy(s.id, endpoints) : [];
+      const why = routing.length
+        ? `endpoint ${routing.join(", ")} route${routing.length === 1 ? "s" : ""} requests to it: route elsewhere first`
+        : null;
+      const button = el("button", { type: "button", class: `small ${live ? "stop" : "start"}`,
+        disabled: s.state === "stopping" || routing.length > 0, title: why }, live ? "stop" : "start");
+      const log = el("button", { type: "button", class: "small secondary log" }, "log");
+      log.addEventListener("click", () => consoleServices.openLog(s.id));
       button.addEventListener("click", () =>
         act(button, () => call("POST", `${API}/services/${path(s.id)}/${live ? "stop" : "start"}`)));
       const requests = counted.requests
@@ -182,7 +199,7 @@ const platform = (() => {
         el("td", { class: "number requests" }, requests),
         el("td", { class: "number" }, counted.latency_ms === null ? "–" : `${counted.latency_ms} ms`),
         el("td", { class: "number" }, String(counted.gateway)),
-        el("td", {}, button));
+        el("td", { class: "actions" }, button, " ", log, why ? el("small", { class: "hint stop-reason" }, why) : null));
     });
     $("#services tbody").replaceChildren(...(rows.length ? rows : [empty(10, "No services: start one from a version.")]));
   }
@@ -218,7 +235,9 @@ const platform = (() => {
       const shadow = endpoint.shadow_service_id
         ? el("small", { class: "hint" }, ` · shadow ${endpoint.shadow_service_id} (${endpoint.shadow_percent}%)`)
         : null;
-      title = el("h3", {}, endpoint.name, " ", el("small", {}, el("code", { class: "gateway-url" }, url)), shadow);
+      const tryIt = el("a", { class: "try-it", href: `${url}inferd/`, target: "_blank", rel: "noopener" },
+        "try it through this endpoint");
+      title = el("h3", {}, endpoint.name, " ", el("small", {}, el("code", { class: "gateway-url" }, url)), shadow, tryIt);
     } else {
       name = el("input", { type: "text", class: "endpoint-name", placeholder: "main", required: true, "aria-label": "endpoint name" });
       title = el("h3", {}, "New endpoint ", name);
@@ -321,13 +340,16 @@ const platform = (() => {
       get(`/console/api/deployments/${path(name)}/traffic`).catch(() => ({})),
       runsOf(name),
     ]);
+    const history = await get(`/console/api/deployments/${path(name)}/history`).catch(() => null);
     whenChanged("deployment", deployment, (d) => {
       show($("#deployment-name"), d.name);
       show($("#deployment-description"), d.description || "");
       show($("#action-error"), "");
     });
     whenChanged("versions", { deployment: name, versions }, drawVersions);
-    whenChanged("services", { services, versions, traffic }, drawServices);
+    whenChanged("services", { services, versions, traffic, endpoints }, drawServices);
+    whenChanged("history", { history, services: services.map((s) => s.id), endpoints: endpoints.map((e) => e.name) },
+      () => consoleServices.drawHistory(history, services, endpoints));
     whenChanged("endpoints", { deployment: name, endpoints, services: services.map(({ id, state }) => ({ id, state })) },
       drawEndpoints);
     whenChanged("runs", runs, drawRuns);
@@ -352,7 +374,7 @@ const platform = (() => {
       await training.refresh();
       const count = deployments.length;
       status.className = "hint";
-      show(status, `${count} deployment${count === 1 ? "" : "s"}. Updated ${new Date().toLocaleTimeString()}; every ${REFRESH_MS / 1000} s.`);
+      show(status, `${count} deployment${count === 1 ? "" : "s"}. Updated ${new Date().toISOString().slice(11, 19)} UTC; every ${REFRESH_MS / 1000} s.`);
     } catch (failure) {
       status.className = "error";
       if (failure instanceof ApiError && failure.status === 401) {
@@ -368,7 +390,8 @@ const platform = (() => {
   async function start() {
     $("#create-deployment").addEventListener("submit", createDeployment);
     window.addEventListener("hashchange", () => {
-      for (const key of ["deployment", "versions", "services", "endpoints", "runs"]) drawn.delete(key);
+      for (const key of ["deployment", "versions", "services", "endpoints", "runs", "history"]) drawn.delete(key);
+      consoleServices.closeLog();
       $("#endpoints").replaceChildren();
       refresh();
     });
@@ -378,6 +401,7 @@ const platform = (() => {
       // the page works without it: endpoints show their path on the gateway only
     }
     $("#sign-out").hidden = !info.login;
+    if (info.version) show($("#server"), `platform console · inferd ${info.version}`);
     await refresh();
   }
 

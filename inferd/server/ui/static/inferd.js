@@ -3,7 +3,12 @@
 "use strict";
 
 const inferd = (() => {
-  const API = "/inferd/api/models";
+  // Where the server's paths start: "" on the server itself, "/e/NAME" through a platform's gateway
+  // (the console's "try it through this endpoint"), which hands the rest of the path to the server.
+  const at = location.pathname.indexOf("/inferd/");
+  const BASE = at > 0 ? location.pathname.slice(0, at) : "";
+  const API = `${BASE}/inferd/api/models`;
+  const served = (path) => (path.startsWith("/") ? BASE + path : path);
 
   function el(tag, attrs = {}, ...children) {
     const node = document.createElement(tag);
@@ -26,7 +31,7 @@ const inferd = (() => {
   const latency = (m) => (m.latency_ms === null ? "–" : `${m.latency_ms} ms`);
   const source = (m) => (m.source ? m.source + (m.cache ? ` (${m.cache})` : "") : "–");
   const state = (m) => el("span", { class: m.ready ? "badge ready" : "badge" }, m.state.toLowerCase());
-  const modelLink = (name) => `/inferd/models/${encodeURIComponent(name)}`;
+  const modelLink = (name) => `${BASE}/inferd/models/${encodeURIComponent(name)}`;
 
   function fail(message) {
     const status = document.getElementById("status");
@@ -58,7 +63,7 @@ const inferd = (() => {
     } catch (error) {
       return fail(`Cannot list the models: ${error.message}`);
     }
-    document.getElementById("server").textContent = `${listing.server.name} ${listing.server.version}`;
+    showServer(listing.server);
     document.querySelector("#models tbody").replaceChildren(...listing.models.map(row));
     document.getElementById("models").hidden = false;
     const count = listing.models.length;
@@ -111,7 +116,7 @@ const inferd = (() => {
 
   const jsonRequest = (form, body) => ({
     method: form.method,
-    url: form.path,
+    url: served(form.path),
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
   });
@@ -155,7 +160,7 @@ const inferd = (() => {
     fields(form) {
       const controls = form.fields.map(argumentControl);
       const request = () => {
-        const url = new URL(form.path, location.href);
+        const url = new URL(served(form.path), location.href);
         const headers = {};
         const data = new FormData();
         for (const control of controls) {
@@ -177,7 +182,7 @@ const inferd = (() => {
       const upload = fileInput("upload", "…or a file", "image/*,video/*,*/*", "An image, a video or any file: sent as the body, with its type.");
       const request = () => {
         const file = upload.file();
-        if (file) return { method: form.method, url: form.path, headers: { "content-type": file.type || "application/octet-stream" }, body: file };
+        if (file) return { method: form.method, url: served(form.path), headers: { "content-type": file.type || "application/octet-stream" }, body: file };
         return jsonRequest(form, editor.read());
       };
       return { nodes: [editor.node, upload.node], request };
@@ -256,6 +261,85 @@ const inferd = (() => {
     return items.flatMap(([term, value]) => [el("dt", {}, term), el("dd", {}, value)]);
   }
 
+  // --- the model's traffic and latency, sampled by this page every ACTIVITY_MS ---------------------
+
+  const ACTIVITY_MS = 2000;
+  const ACTIVITY_POINTS = 300; // ten minutes
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svg(tag, attrs = {}, ...children) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
+    node.append(...children);
+    return node;
+  }
+
+  // A small chart of `points` ([time ms, value or null]) for `key`, y from 0 to the largest value.
+  function chart(key, title, unit, points) {
+    const [width, height] = [300, 60];
+    const first = points.length ? points[0][0] : 0;
+    const span = Math.max(60_000, (points.length ? points[points.length - 1][0] : 0) - first);
+    const values = points.map((p) => p[1]).filter((v) => v !== null);
+    const top = Math.max(...values, 0) || 1;
+    const xy = (p) => `${(((p[0] - first) / span) * width).toFixed(1)},${(height - (p[1] / top) * (height - 4)).toFixed(1)}`;
+    const runs = [[]];
+    for (const p of points) {
+      if (p[1] === null) runs.push([]);
+      else runs[runs.length - 1].push(p);
+    }
+    const marks = runs.filter((run) => run.length).map((run) => run.length === 1
+      ? svg("path", { d: `M${xy(run[0])} l0.01,0`, class: "dot" })
+      : svg("path", { d: `M${run.map(xy).join(" L")}`, class: "line", fill: "none" }));
+    const latest = [...values].pop();
+    const shown = (v) => (v === undefined ? "–" : `${v >= 10 ? v.toFixed(1) : v.toFixed(2)} ${unit}`);
+    return el("figure", { class: "chart", "data-chart": key },
+      el("figcaption", {}, title, " ", el("strong", {}, shown(latest)), el("small", { class: "hint" }, ` (top ${shown(top)})`)),
+      svg("svg", { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", class: "chart", role: "img", "aria-label": title },
+        svg("line", { x1: 0, y1: height - 0.5, x2: width, y2: height - 0.5, class: "axis" }), ...marks));
+  }
+
+  // Every ACTIVITY_MS: the model's counts again; requests per second and the mean latency of the
+  // requests answered in between (none answered: no latency) become a point each.
+  function follow(name, first) {
+    const rates = [];
+    const latencies = [];
+    let before = { at: Date.now(), m: first };
+    const total = (m) => m.requests.ok + m.requests.error;
+    const draw = () => {
+      document.getElementById("charts").replaceChildren(
+        chart("rps", "Requests per second", "req/s", rates), chart("latency", "Mean latency", "ms", latencies));
+      document.getElementById("activity-note").textContent =
+        `since this page opened, a point every ${ACTIVITY_MS / 1000} s`;
+      document.getElementById("activity").hidden = false;
+    };
+    draw();
+    const tick = async () => {
+      try {
+        const now = await getJSON(`${API}/${encodeURIComponent(name)}`);
+        const at = Date.now();
+        const answered = total(now) - total(before.m);
+        const seconds = (at - before.at) / 1000;
+        if (answered >= 0 && seconds > 0) {
+          const spent = (now.latency_ms || 0) * total(now) - (before.m.latency_ms || 0) * total(before.m);
+          rates.push([at, answered / seconds]);
+          latencies.push([at, answered > 0 ? Math.max(0, spent / answered) : null]);
+          if (rates.length > ACTIVITY_POINTS) rates.shift(), latencies.shift();
+        }
+        before = { at, m: now };
+        document.getElementById("summary").replaceChildren(...summary(now));
+        draw();
+      } catch (_) {
+        // the server is away for now: the next tick tries again
+      }
+      setTimeout(tick, ACTIVITY_MS);
+    };
+    setTimeout(tick, ACTIVITY_MS);
+  }
+
+  function showServer(server) {
+    if (server) document.getElementById("server").textContent = `${server.name} ${server.version}`;
+  }
+
   async function model() {
     const name = decodeURIComponent(location.pathname.replace(/\/$/, "").split("/").pop());
     document.title = `inferd: ${name}`;
@@ -266,12 +350,18 @@ const inferd = (() => {
     } catch (error) {
       return fail(`Cannot describe model ${name}: ${error.message}`);
     }
+    showServer(described.server);
     document.getElementById("summary").replaceChildren(...summary(described));
+    follow(name, described);
     const form = described.try;
     if (!form) return fail(`Model ${name} is not ready${described.reason ? ` (${described.reason})` : ""}.`);
     document.getElementById("status").textContent = "";
     const built = FORMS[form.kind](form);
     document.getElementById("route").textContent = `Sends ${form.method} ${form.path}`;
+    const from = described.example_from;
+    document.getElementById("example-from").textContent = from === "zeros"
+      ? "Filled with zeros: the model has no example (request.json or sample.json beside it) and has answered no request yet."
+      : `Filled from ${from}.`;
     document.getElementById("fields").replaceChildren(...built.nodes);
     const element = document.getElementById("try");
     element.hidden = false;
