@@ -20,7 +20,7 @@ from inferd.dialects.cortex.config_classes import (
     class_fields,
     is_class_resource,
 )
-from inferd.storage.locations import local_path
+from inferd.dialects.cortex.config_fields import _error, _handler, _model
 
 #: ``class``: a 0.12-0.35 predictor class (`config_classes`); the others are 0.8-0.10 blocks.
 Format = Literal["onnx", "tensorflow", "predictor", "class"]
@@ -224,23 +224,6 @@ def _format(name: str, model: str, given: Any) -> Format:
     return "onnx" if model.endswith(".onnx") else "tensorflow"
 
 
-def _model(value: str, project: Path) -> dict[str, Any]:
-    """Where the model is: a path relative to the project dir (``file://`` is the same), or a storage
-    URI (``s3://``, ``gs://``, ``https://``) kept as written, for start-up to fetch."""
-    path = local_path(value)
-    if path is None:
-        return {"model_uri": value}
-    return {"model": (project / path).resolve()}
-
-
-def _handler(name: str, value: Any, project: Path) -> dict[str, Any]:
-    if value is None:
-        return {"handler_name": None, "handler": None}
-    if not isinstance(value, str):
-        raise _error(name, f"request_handler: expected a path, found {value!r}")
-    return {"handler_name": value, "handler": (project / value).resolve()}
-
-
 def _tracker(name: str, item: dict[str, Any]) -> Tracker | None:
     tracker = item.get("tracker")
     if tracker is None:
@@ -259,7 +242,3 @@ def _check_unique(apis: list[ApiConfig]) -> None:
             raise _error(api.name, "name: is used by more than one api")
         if endpoints.count(api.endpoint) > 1:
             raise _error(api.name, f"endpoint: {api.endpoint} is used by more than one api")
-
-
-def _error(name: str, message: str) -> TargetError:
-    return TargetError(f"api {name}: {message}")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inferd.dialects.cortex.config_fields import _error, _handler, _model
+
 logger = logging.getLogger("inferd.cortex")
 
 #: The predictor class each ``type`` names, as Cortex looked it up in the file.
@@ -89,8 +91,6 @@ def release_of(item: dict[str, Any]) -> str:
 
 def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, Any]:
     """The `ApiConfig` fields of one API of these layouts (endpoint and name aside)."""
-    from inferd.dialects.cortex.config import _error, _handler, _model
-
     release = release_of(item)
     kind = item.get("kind")
     if kind in OTHER_KINDS:
@@ -171,8 +171,6 @@ def dot_env(project: Path) -> dict[str, str]:
 def _handler_models(name: str, block: dict[str, Any]) -> dict[str, Any]:
     """A 0.34-0.35 handler block with its models (``models`` for TensorFlow, ``multi_model_reloading``
     for Python: ``path`` for one model, ``paths`` for several) as the predictor block wrote them."""
-    from inferd.dialects.cortex.config import _error
-
     models = block.get("models") if block.get("models") is not None else block.get("multi_model_reloading")
     rest = {key: value for key, value in block.items() if key not in ("models", "multi_model_reloading")}
     if models is None:
@@ -198,8 +196,6 @@ class NamedModel:
 def _model_of(name: str, block: dict[str, Any], kind: str) -> str | list[dict[str, Any]] | None:
     """The API's model: ``model`` (0.12-0.17) or ``model_path`` (0.18+), one path; or ``models``, a list
     of entries (0.18-0.19) or a block with ``paths`` (0.20+), several named models."""
-    from inferd.dialects.cortex.config import _error
-
     given = [key for key in ("model", "model_path", "models") if block.get(key) is not None]
     if len(given) > 1:
         raise _error(name, f"predictor: only one of {', '.join(given)} may be given")

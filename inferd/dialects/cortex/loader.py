@@ -27,10 +27,11 @@ from inferd.core.registry import ModelFactory
 from inferd.core.requirements import pip_install
 from inferd.core.settings import DialectSettings
 from inferd.dialects.base import ServedModel, TryForm
-from inferd.dialects.cortex import onnx, rest, tensorflow
+from inferd.dialects.cortex import onnx, tensorflow
 from inferd.dialects.cortex.adapter import CortexModel, OnnxApi, PredictorApi, TensorFlowApi
 from inferd.dialects.cortex.config import ApiConfig, config_path, is_cortex_config, load_config
 from inferd.dialects.cortex.handlers import load_handlers, load_predictor
+from inferd.dialects.cortex.routes import all_routes
 from inferd.storage.cache import cache_of
 from inferd.storage.errors import StorageError
 
@@ -166,7 +167,7 @@ class CortexDialect:
         return [ServedModel(api.name, factory_for(api, settings), settings.model_version) for api in apis]
 
     def routes(self, dataplane: DataPlane, settings: DialectSettings) -> list[BaseRoute]:
-        return rest.routes(dataplane, self.apis(settings.target))
+        return all_routes(dataplane, self.apis(settings.target))
 
     def try_form(self, name: str, dataplane: DataPlane, settings: DialectSettings) -> TryForm | None:
         """A JSON sample posted to the API's endpoint; the project's ``sample.json`` (Cortex's examples

@@ -28,7 +28,7 @@ from inferd.dialects.cortex.config import ApiConfig
 from inferd.dialects.cortex.json_body import dumps
 from inferd.dialects.cortex.tracker import track
 from inferd.protocols import asgi
-from inferd.protocols.fallback import ANY_METHOD, FallbackRoute
+from inferd.protocols.fallback import ANY_METHOD
 from inferd.protocols.status import scrubbed
 
 logger = logging.getLogger("inferd.cortex")
@@ -160,23 +160,4 @@ def api_routes(dataplane: DataPlane, api: ApiConfig, path: str) -> list[BaseRout
         Route(signature, Signature(dataplane, api), methods=["GET"]),
         Route(path, WRONG_METHOD, methods=ANY_METHOD),
         Route(signature, WRONG_METHOD, methods=ANY_METHOD),
-    ]
-
-
-def routes(dataplane: DataPlane, apis: list[ApiConfig]) -> list[BaseRoute]:
-    """Every API's routes, ``/healthz``, and the fallback for unknown paths (the app lists these last,
-    so a path that exists elsewhere with other methods keeps its 405). A predictor class (0.12+) has
-    the routes of `rest_classes`."""
-    from inferd.dialects.cortex.rest_classes import class_routes
-
-    def of(api: ApiConfig, path: str) -> list[BaseRoute]:
-        return (class_routes if api.format == "class" else api_routes)(dataplane, api, path)
-
-    found = [route for api in apis for route in of(api, api.endpoint)]
-    if len(apis) == 1 and apis[0].endpoint != "/predict":
-        found += of(apis[0], "/predict")
-    return [
-        *found,
-        Route("/healthz", Healthz(dataplane), methods=["GET"]),
-        FallbackRoute("/{path:path}", UNKNOWN_PATH, methods=ANY_METHOD),
     ]
