@@ -25,9 +25,13 @@ logger = logging.getLogger("inferd.runtimes")
 
 
 def served_name(path: Path, formats: list[FileFormat]) -> str:
-    """A well-known file (``model.joblib``) is named after its folder; another after its stem."""
+    """A well-known file (``model.joblib``) is named after its folder (a SavedModel in a version
+    folder ``1/`` after the folder holding that); another after its stem."""
     known = any(path.name in found.files for found in formats)
-    return path.resolve().parent.name if known else path.stem
+    if not known:
+        return path.stem
+    folder = path.resolve().parent
+    return folder.parent.name if formats[0].name == "tensorflow" and folder.name.isdigit() else folder.name
 
 
 class RuntimesDialect:
@@ -75,6 +79,10 @@ def _factory(path: Path, formats: list[FileFormat], settings: RuntimeSettings, n
             from inferd.dialects.runtimes.onnx import OnnxModel
 
             model = OnnxModel(path)
+        elif formats[0].name == "tensorflow":
+            from inferd.dialects.runtimes.tensorflow import SavedModelModel
+
+            model = SavedModelModel(path, settings.signature_key)
         else:
             from inferd.dialects.runtimes.model import FileModel
 
