@@ -26,6 +26,7 @@ MLSERVER_RUNTIMES = {
     "mlserver_sklearn.SKLearnModel": "sklearn",
     "mlserver_xgboost.XGBoostModel": "xgboost",
     "mlserver_lightgbm.LightGBMModel": "lightgbm",
+    "mlserver_mlflow.MLflowRuntime": "mlflow",
 }
 #: MLServer's fields that have an inferd meaning; others (``platform``, ``inputs``...) are ignored.
 MLSERVER_MAPPED = frozenset({"name", "implementation", "parameters", "max_batch_size", "max_batch_time"})

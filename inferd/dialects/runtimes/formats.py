@@ -82,6 +82,15 @@ FORMATS: tuple[FileFormat, ...] = (
         "tensorflow",
         "inferd.dialects.runtimes.tensorflow:SavedModelModel",
     ),
+    FileFormat(
+        "mlflow",
+        "MLflow",
+        ("MLmodel",),
+        (),
+        "yaml",  # the MLmodel file is YAML; a flavour needing mlflow itself says so when it loads
+        "mlflow",
+        "inferd.dialects.runtimes.mlflow:load",
+    ),
 )
 BY_NAME = {found.name: found for found in FORMATS}
 #: Every well-known file name, in the order a folder is searched.
@@ -129,7 +138,10 @@ def find(target: str, chosen: str | None) -> tuple[Path, list[FileFormat]] | Non
         return (path, found) if found else None
     if not path.is_dir():
         return None
-    held = [path / name for name in KNOWN_FILES if (path / name).is_file()] or _versioned(path)
+    if (path / "MLmodel").is_file() and chosen in (None, "mlflow"):
+        held = [path / "MLmodel"]  # an MLflow model's folder: its pickle is a part of it
+    else:
+        held = [path / name for name in KNOWN_FILES if (path / name).is_file()] or _versioned(path)
     usable = [(file, formats_of(file, chosen)) for file in held]
     usable = [(file, found) for file, found in usable if found]
     if len(usable) > 1:

@@ -55,6 +55,10 @@ class RuntimesDialect:
         path, formats = model_file(settings.target, settings.model_format)
         formats = installed(path, formats)
         name = settings.name or served_name(path, formats)
+        if formats[0].name == "mlflow":
+            from inferd.dialects.runtimes.mlflow import check
+
+            check(path)
         if formats[0].name == "sklearn":
             logger.info("loading %s: a pickle runs code of its own; serve only files you trust", path)
         return [ServedModel(name, _factory(path, formats, settings, name), settings.model_version)]

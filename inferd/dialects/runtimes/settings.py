@@ -6,7 +6,7 @@ from typing import Literal
 
 from inferd.core.settings import DialectSettings
 
-Format = Literal["sklearn", "xgboost", "lightgbm", "onnx", "tensorflow"]
+Format = Literal["sklearn", "xgboost", "lightgbm", "onnx", "tensorflow", "mlflow"]
 
 
 class RuntimeSettings(DialectSettings):
@@ -14,7 +14,7 @@ class RuntimeSettings(DialectSettings):
 
     model_format: Format | None = None
     """The format of the model file a model-file runtime serves (``sklearn``, ``xgboost``,
-    ``lightgbm``, ``onnx``, ``tensorflow``). Unset: told by the file's name, and a
+    ``lightgbm``, ``onnx``, ``tensorflow``, ``mlflow``). Unset: told by the file's name, and a
     ``model.bst`` (XGBoost's or LightGBM's) is tried with each library in turn. See docs/runtimes.md."""
 
     predict_method: str | None = None
