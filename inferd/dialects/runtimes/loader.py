@@ -82,11 +82,11 @@ def _factory(path: Path, formats: list[FileFormat], settings: RuntimeSettings, n
         if formats[0].name == "onnx":
             from inferd.dialects.runtimes.onnx import OnnxModel
 
-            model = OnnxModel(path)
+            model = OnnxModel(path, settings.triton_config)
         elif formats[0].name == "tensorflow":
             from inferd.dialects.runtimes.tensorflow import SavedModelModel
 
-            model = SavedModelModel(path, settings.signature_key)
+            model = SavedModelModel(path, settings.signature_key, settings.triton_config)
         else:
             from inferd.dialects.runtimes.model import FileModel
 

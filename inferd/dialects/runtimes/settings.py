@@ -27,3 +27,9 @@ class RuntimeSettings(DialectSettings):
     """The signature of a TensorFlow SavedModel that a model-file runtime serves (its inputs and
     outputs are the model's). Unset: ``serving_default``, else the model's only signature. See
     docs/runtimes.md."""
+
+    triton_config: str | None = None
+    """A Triton ``config.pbtxt`` declaring the inputs and outputs of the ONNX or SavedModel model a
+    model-file runtime serves: its metadata and what requests are checked against (each must be the
+    model's, of its datatype). The repository sets it for a Triton model folder. Unset: the
+    model's own signature."""

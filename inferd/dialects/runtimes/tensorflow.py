@@ -24,6 +24,7 @@ from inferd.dialects.frameworks.savedmodel import (
     signature_defs,
     tensor_specs,
 )
+from inferd.dialects.runtimes.declared import declared
 
 #: TF Serving's default signature.
 DEFAULT_SIGNATURE = "serving_default"
@@ -46,8 +47,8 @@ def choose(definitions: dict[str, Any], wanted: str | None, folder: Path) -> str
 class SavedModelModel(Model):
     platform = "tensorflow_savedmodel"
 
-    def __init__(self, path: Path, signature_key: str | None) -> None:
-        self.path, self.signature_key = path, signature_key
+    def __init__(self, path: Path, signature_key: str | None, triton_config: str | None = None) -> None:
+        self.path, self.signature_key, self.triton_config = path, signature_key, triton_config
 
     def load(self) -> None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -64,8 +65,9 @@ class SavedModelModel(Model):
             raise ModelLoadError(f"cannot load {folder}: {type(exc).__name__}: {_line(exc)}") from None
         self.function = self.loaded.signatures[self.key]
         self.constant = tf.constant
-        self.input_specs = tensor_specs(self.ports_in)
-        self.output_specs = tensor_specs(self.ports_out)
+        self.input_specs, self.output_specs = declared(
+            self.triton_config, tensor_specs(self.ports_in), tensor_specs(self.ports_out), folder
+        )
 
     def metadata(self) -> ModelMetadata:
         versions = (self.version,) if self.version else ()
@@ -77,7 +79,11 @@ class SavedModelModel(Model):
             raise InvalidInput(f"model '{self.name}' needs the inputs {missing} (signature {self.key!r})")
         feed = {name: _fed(array, self.ports_in[name].numpy) for name, array in request.inputs.items()}
         found = await self.call_user(self._run, feed)
-        wanted = [output.name for output in request.outputs] if request.outputs else list(found)
+        wanted = (
+            [output.name for output in request.outputs]
+            if request.outputs
+            else [spec.name for spec in self.output_specs]
+        )
         return InferenceResponse({name: found[name] for name in wanted})
 
     def _run(self, feed: dict[str, Array]) -> dict[str, Array]:
