@@ -26,7 +26,9 @@ mirroring every request, its answers dropped. ``replicas`` → the service's rep
   the control process's credentials (nothing is fetched by ``inferd apply`` itself). A model file
   (``model.joblib``, ``model.bst``, ``model.onnx``...) is served by inferd's model-file runtimes,
   and a format they serve (``modelFormat.name`` or the framework block: ``sklearn``, ``xgboost``,
-  ``lightgbm``, ``onnx``) is given to the service as ``INFERD_MODEL_FORMAT``. Every model answers
+  ``lightgbm``, ``onnx``, ``tensorflow``, ``mlflow``) is given to the service as
+  ``INFERD_MODEL_FORMAT``; ``triton``'s ``storageUri`` is a Triton model repository, served as a
+  repository (``config.pbtxt`` folders); ``pmml`` is refused, saying why. Every model answers
   KServe's V1 protocol and V2, whatever ``protocolVersion`` says.
 
 ``minReplicas``/``maxReplicas`` → the service's replicas, scaled between them aiming at ``scaleTarget``
@@ -55,7 +57,15 @@ IMAGE_DIR = "/app/"
 FRAMEWORKS = ("sklearn", "onnx", "xgboost", "lightgbm", "tensorflow", "pytorch", "triton", "pmml", "paddle")
 #: Model formats whose files inferd's model-file runtimes serve (docs/runtimes.md): a predictor naming
 #: one (``model.modelFormat.name``, or its framework block) has its service told the format.
-RUNTIME_FORMATS = ("sklearn", "xgboost", "lightgbm", "onnx")
+RUNTIME_FORMATS = ("sklearn", "xgboost", "lightgbm", "onnx", "tensorflow", "mlflow")
+#: Why a format inferd has no runtime for is refused.
+REFUSED_FORMATS = {
+    "pmml": (
+        "inferd has no PMML runtime: the maintained PMML evaluators (pypmml, jpmml-evaluator) run a Java "
+        "VM, which inferd does not start; convert the model (to ONNX, or back to the library it came "
+        "from) and name that format"
+    ),
+}
 
 
 def manifest_layout(path: Path) -> Layout:
@@ -184,11 +194,15 @@ def kserve_layout(path: Path, document: dict[str, Any]) -> Layout:
     if not isinstance(predictor, dict):
         raise WorkflowError(f"{path}: an InferenceService needs spec.predictor")
     target, environment = _container(path, predictor) or _storage(path, predictor)
+    # a Triton storageUri is a model repository (model folders with config.pbtxt)
+    dialect = (
+        "repository" if _model_format(predictor) == "triton" and "containers" not in predictor else "auto"
+    )
     part = Part(
         name,
         path.parent.resolve(),
         target,
-        "auto",
+        dialect,
         scaling=_kserve_scaling(predictor),
         environment=environment,
         leave_out=(path.name,),
@@ -232,6 +246,8 @@ def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]
             "or a container running inferd serve"
         )
     named = _model_format(predictor)
+    if named in REFUSED_FORMATS:
+        raise WorkflowError(f"{path}: the predictor's model is {named}: {REFUSED_FORMATS[named]}")
     environment = {"INFERD_MODEL_FORMAT": named} if named in RUNTIME_FORMATS else {}
     return _located(path, uri, "storageUri"), environment
 
