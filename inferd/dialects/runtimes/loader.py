@@ -56,7 +56,7 @@ class RuntimesDialect:
         formats = installed(path, formats)
         name = settings.name or served_name(path, formats)
         if formats[0].name == "mlflow":
-            from inferd.dialects.runtimes.mlflow import check
+            from inferd.dialects.frameworks.mlflow import check
 
             check(path)
         if formats[0].name == "sklearn":

@@ -1,126 +1,44 @@
 """MLflow models (a folder holding ``MLmodel``) of the ``python_function`` flavour, as MLServer's
-``mlserver_mlflow.MLflowRuntime``, KServe's mlflow format and Seldon's MLFLOW_SERVER serve them.
+``mlserver_mlflow.MLflowRuntime``, KServe's mlflow format and Seldon's MLFLOW_SERVER serve them
+(read by `inferd.dialects.frameworks.mlflow`).
 
-A model saved by ``mlflow.sklearn`` (``loader_module: mlflow.sklearn``) is read here without MLflow:
-its pickle (``pickled_model``, cloudpickle or pickle as ``serialization_format`` says) is the
-estimator, served as a scikit-learn model file is (`inferd.dialects.runtimes.sklearn`), its
-``predict_fn`` the default method. Any other loader module needs MLflow itself
-(``inferd[mlflow]``: ``mlflow.pyfunc.load_model``), answering ``predict``.
-
-The model's environment (``conda.yaml``, ``python_env.yaml``, ``requirements.txt``) is listed in the
-log, never installed: install what it names into the server's environment yourself. The signature
-in ``MLmodel`` (column-based or tensor-based) is the model's metadata; a column-based signature's
-columns may be sent as named inputs, put in the signature's order.
-
-A pickle is code: loading one runs whatever it was made to run, as serving a ``model.py`` does.
+An ``mlflow.sklearn`` model is served as a scikit-learn model file is
+(`inferd.dialects.runtimes.sklearn`), its ``predict_fn`` the default method; any other pyfunc model
+answers ``predict`` through MLflow. The signature in ``MLmodel`` (column-based or tensor-based) is
+the model's metadata; a column-based signature's columns may be sent as named inputs, put in the
+signature's order.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import logging
-import pickle
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from inferd.core.errors import MissingExtra, ModelLoadError, TargetError
-from inferd.core.types import Array, TensorSpec, datatype_of
+from inferd.core.types import Array, TensorSpec
+from inferd.dialects.frameworks.mlflow import PYFUNC, load_python_model, read, signature
 from inferd.dialects.runtimes.sklearn import SKLearnEstimator
-
-logger = logging.getLogger("inferd.runtimes")
-
-MLMODEL = "MLmodel"
-PYFUNC = "python_function"
-#: Files of the model's environment: listed, never installed.
-ENVIRONMENT_FILES = ("conda.yaml", "python_env.yaml", "requirements.txt")
-#: MLflow's column types → V2 datatypes.
-COLUMN_TYPES = {
-    "double": "FP64",
-    "float": "FP32",
-    "long": "INT64",
-    "integer": "INT32",
-    "boolean": "BOOL",
-    "string": "BYTES",
-    "binary": "BYTES",
-    "datetime": "BYTES",
-}
-
-
-def read(path: Path) -> dict[str, Any]:
-    """The ``MLmodel`` file of ``path`` (the file or its folder), checked to have the pyfunc flavour
-    this runtime serves; a TargetError says what is wrong."""
-    import yaml
-
-    file = path if path.name == MLMODEL else path / MLMODEL
-    try:
-        found = yaml.safe_load(file.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise TargetError(f"{file}: cannot read as MLflow's MLmodel: {exc}") from None
-    flavors = found.get("flavors") if isinstance(found, dict) else None
-    if not isinstance(flavors, dict) or not isinstance(flavors.get(PYFUNC), dict):
-        named = sorted(flavors) if isinstance(flavors, dict) else []
-        raise TargetError(
-            f"{file}: an MLflow model is served by its '{PYFUNC}' flavour, which this one lacks "
-            f"(it has {named})"
-        )
-    document: dict[str, Any] = found
-    return document
-
-
-def check(path: Path) -> None:
-    """At startup: the MLmodel is readable, and MLflow is installed when its flavour needs it."""
-    pyfunc = read(path)["flavors"][PYFUNC]
-    if pyfunc.get("loader_module") != "mlflow.sklearn" and importlib.util.find_spec("mlflow") is None:
-        raise MissingExtra(
-            f"MLflow models of loader module {pyfunc.get('loader_module')!r} need mlflow: "
-            "pip install 'inferd[mlflow]'",
-            "mlflow",
-        )
 
 
 def load(path: Path) -> Any:
     """The estimator of the MLflow model at ``path`` (its ``MLmodel`` file or its folder)."""
-    folder = path.parent if path.name == MLMODEL else path
     document = read(path)
-    listed = [name for name in ENVIRONMENT_FILES if (folder / name).is_file()]
-    if listed:
-        logger.info(
-            "%s: its environment (%s) is listed, not installed: install what it names yourself",
-            folder,
-            ", ".join(listed),
-        )
     pyfunc = document["flavors"][PYFUNC]
     inputs, outputs = signature(document.get("signature"))
-    if pyfunc.get("loader_module") == "mlflow.sklearn":
-        estimator: Any = _sklearn(folder, document["flavors"])
+    model, is_sklearn = load_python_model(path)
+    estimator: Any
+    if is_sklearn:
+        estimator = SKLearnEstimator(model)
         methods = estimator.methods
         wanted = pyfunc.get("predict_fn") or "predict"
         if wanted in methods:  # MLflow answers predict_fn: it is the default method
             estimator.methods = (wanted, *(name for name in methods if name != wanted))
     else:
-        estimator = PyfuncEstimator(folder)
+        estimator = PyfuncEstimator(model)
     estimator.signature_inputs, estimator.signature_outputs = inputs, outputs
     estimator.platform = "mlflow"
     return estimator
-
-
-def _sklearn(folder: Path, flavors: dict[str, Any]) -> SKLearnEstimator:
-    found = flavors.get("sklearn")
-    sklearn: dict[str, Any] = found if isinstance(found, dict) else {}
-    name = sklearn.get("pickled_model") or flavors[PYFUNC].get("model_path") or "model.pkl"
-    file = (folder / str(name)).resolve()
-    if folder.resolve() not in file.parents:
-        raise ModelLoadError(f"{folder}: the MLmodel names a model file outside its folder: {name}")
-    logger.info("loading %s: a pickle runs code of its own; serve only files you trust", file)
-    with file.open("rb") as opened:
-        if sklearn.get("serialization_format", "cloudpickle") == "cloudpickle":
-            import cloudpickle  # type: ignore[import-untyped]
-
-            return SKLearnEstimator(cloudpickle.load(opened))
-        return SKLearnEstimator(pickle.load(opened))  # a pickle is code: docs/runtimes.md
 
 
 class PyfuncEstimator:
@@ -132,10 +50,8 @@ class PyfuncEstimator:
     methods = ("predict",)
     n_features: int | None = None
 
-    def __init__(self, folder: Path) -> None:
-        import mlflow.pyfunc
-
-        self.model = mlflow.pyfunc.load_model(str(folder))
+    def __init__(self, model: Any) -> None:
+        self.model = model
         self.signature_inputs: tuple[TensorSpec, ...] = ()
 
     def run(self, method: str, features: Array) -> Array:
@@ -148,37 +64,3 @@ class PyfuncEstimator:
 
     def output(self, method: str) -> TensorSpec:
         return TensorSpec(method, "FP64", (-1,))
-
-
-def signature(found: Any) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
-    """The inputs and outputs the MLmodel's ``signature`` declares (each a JSON list)."""
-    if not isinstance(found, dict):
-        return (), ()
-    return _specs(found.get("inputs"), "input"), _specs(found.get("outputs"), "output")
-
-
-def _specs(text: Any, prefix: str) -> tuple[TensorSpec, ...]:
-    try:
-        items = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return ()
-    if not isinstance(items, list):
-        return ()
-    specs = []
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            return ()
-        name = str(item.get("name") or f"{prefix}-{index}")
-        tensor = item.get("tensor-spec")
-        if item.get("type") == "tensor" and isinstance(tensor, dict):
-            try:
-                datatype = datatype_of(np.empty(0, np.dtype(str(tensor.get("dtype")))))
-            except TypeError:
-                return ()
-            shape = tuple(int(dim) for dim in tensor.get("shape") or (-1,))
-            specs.append(TensorSpec(name, datatype, shape))
-        elif item.get("type") in COLUMN_TYPES:
-            specs.append(TensorSpec(name, COLUMN_TYPES[str(item["type"])], (-1,)))
-        else:
-            return ()
-    return tuple(specs)

@@ -132,3 +132,19 @@ def test_tensorflow_and_mlflow_formats_are_given_and_pmml_is_refused_saying_why(
     )
     with pytest.raises(WorkflowError, match="the predictor's model is pmml"):
         manifest_layout(path)
+
+
+def test_a_seldon_deployment_of_an_mlflow_server_is_served(platform: Control, tmp_path: Path) -> None:
+    estimator = write_mlflow_sklearn(tmp_path / "flow")
+    path = tmp_path / "sdep.yaml"
+    path.write_text(
+        "kind: SeldonDeployment\nmetadata: {name: sflow}\nspec:\n  predictors:\n  - name: default\n"
+        "    graph: {name: clf, implementation: MLFLOW_SERVER, modelUri: ./flow}\n"
+    )
+    applied = verb(platform, "apply", str(path))
+    assert applied.returncode == 0, applied.stderr
+    with httpx.Client(base_url=platform.gateway, timeout=30) as http:
+        answer = http.post("/e/sflow/api/v1.0/predictions", json={"data": {"ndarray": ROWS}})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["data"]["ndarray"] == estimator.predict(np.array(ROWS)).tolist()
+    assert verb(platform, "delete", "sflow").returncode == 0
