@@ -10,10 +10,11 @@ dialect runs: a Seldon class named by a ``componentSpecs`` container's ``MODEL_N
 ``endpoint.service_host``, and Seldon's SKLEARN_SERVER, XGBOOST_SERVER, LIGHTGBM_SERVER,
 TENSORFLOW_SERVER and MLFLOW_SERVER (``implementation: SKLEARN_SERVER``...), whose ``modelUri`` is a
 folder inside the file's folder or in object storage (fetched by the service when it starts, as a
-``storageUri`` below); the prepackaged servers inferd cannot run (TRITON_SERVER, MLSERVER...) are refused before
-anything is pushed, naming the node and the implementation. ``traffic`` weights the predictors (one
-predictor without ``traffic`` takes 100); a predictor with ``shadow: true`` is the endpoint's shadow,
-mirroring every request, its answers dropped. ``replicas`` → the service's replicas (a fixed count).
+``storageUri`` below); the prepackaged servers inferd cannot run (TRITON_SERVER, MLSERVER...) are
+refused before anything is pushed, naming the node and the implementation. ``traffic`` weights the
+predictors (one predictor without ``traffic`` takes 100); a predictor with ``shadow: true`` is the
+endpoint's shadow, mirroring every request, its answers dropped. ``replicas`` → the service's
+replicas (a fixed count).
 
 **InferenceService** (``serving.kserve.io``): ``spec.predictor`` is one service, given as
 
