@@ -25,10 +25,12 @@ RUNS = {
     "MLFLOW_SERVER": Server(
         "inferd.dialects.seldon.prepackaged_models:MLFlowServer", "seldonio/mlflowserver"
     ),
+    "TRITON_SERVER": Server(
+        "inferd.dialects.seldon.prepackaged_triton:TritonServer", "nvcr.io/nvidia/tritonserver"
+    ),
 }
 #: Prepackaged servers inferd cannot run, and what to do instead.
 REFUSED = {
-    "TRITON_SERVER": "a Triton model repository",
     "MLSERVER": "MLServer's runtimes",
     "HUGGINGFACE_SERVER": "a Hugging Face pipeline",
     "TEMPO_SERVER": "a Tempo pipeline",
