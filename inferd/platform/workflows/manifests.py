@@ -8,13 +8,13 @@ file that holds that predictor alone (``<file>-<predictor>.yaml`` in the bundle)
 dialect runs: a Seldon class named by a ``componentSpecs`` container's ``MODEL_NAME`` (or a node's
 ``target``) found in the file's folder, the built-in routers and combiners, remote nodes by
 ``endpoint.service_host``, and Seldon's SKLEARN_SERVER, XGBOOST_SERVER, LIGHTGBM_SERVER,
-TENSORFLOW_SERVER, MLFLOW_SERVER and TRITON_SERVER (``implementation: SKLEARN_SERVER``...), whose ``modelUri`` is a
-folder inside the file's folder or in object storage (fetched by the service when it starts, as a
-``storageUri`` below); the prepackaged servers inferd cannot run (MLSERVER, HUGGINGFACE_SERVER...) are
-refused before anything is pushed, naming the node and the implementation. ``traffic`` weights the
-predictors (one predictor without ``traffic`` takes 100); a predictor with ``shadow: true`` is the
-endpoint's shadow, mirroring every request, its answers dropped. ``replicas`` → the service's
-replicas (a fixed count).
+TENSORFLOW_SERVER, MLFLOW_SERVER and TRITON_SERVER (``implementation: SKLEARN_SERVER``...), whose
+``modelUri`` is a folder inside the file's folder or in object storage (fetched by the service when
+it starts, as a ``storageUri`` below); the prepackaged servers inferd cannot run (MLSERVER,
+HUGGINGFACE_SERVER...) are refused before anything is pushed, naming the node and the
+implementation. ``traffic`` weights the predictors (one predictor without ``traffic`` takes 100); a
+predictor with ``shadow: true`` is the endpoint's shadow, mirroring every request, its answers
+dropped. ``replicas`` → the service's replicas (a fixed count).
 
 **InferenceService** (``serving.kserve.io``): ``spec.predictor`` is one service, given as
 
