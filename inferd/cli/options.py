@@ -92,7 +92,7 @@ PANELS: dict[str | None, tuple[str, ...]] = {
     DEEPAAS: ("model_name", "base_path", "predict_endpoint", "train_endpoint", "doc_endpoint", "warm"),
     ABEJA: ("abeja_style",),
     REPOSITORY: ("repository", "repository_poll", "max_loaded_models", "allowed_outside_targets"),
-    RUNTIMES: ("model_format", "predict_method"),
+    RUNTIMES: ("model_format", "predict_method", "signature_key"),
 }
 
 #: Option names that are not ``--field-name``: a list's option names one item (repeatable), and

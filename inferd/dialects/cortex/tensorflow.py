@@ -13,18 +13,26 @@ import importlib.util
 import os
 import tempfile
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from inferd.core.errors import MissingExtra, ModelLoadError, TargetError
-from inferd.core.types import Array, TensorSpec, datatype_of
+from inferd.core.types import Array
 from inferd.dialects.cortex.errors import CortexError
+from inferd.dialects.frameworks.savedmodel import (
+    SAVED_MODEL,
+    SERVING_TAG,
+    Port,
+    find_saved_model,
+    ports,
+    signature_defs,
+)
+from inferd.dialects.frameworks.savedmodel import (
+    tensor_specs as tensor_specs,  # the adapter's, re-exported
+)
 
-SAVED_MODEL = "saved_model.pb"
-SERVING_TAG = "serve"
 DEFAULT_KEY = "predict"
 
 #: Output dtype (TF enum name) → the TensorProto field TF Serving filled with its values.
@@ -63,30 +71,6 @@ def check_model_path(path: Path) -> None:
         raise TargetError(f"model {path}: the archive holds no {SAVED_MODEL}")
 
 
-def find_saved_model(root: Path) -> Path:
-    """The dir holding ``saved_model.pb``: ``root`` itself, its highest numeric version dir, or the same
-    inside ``root``'s only subdirectory (a zip of an export folder)."""
-    if (root / SAVED_MODEL).is_file():
-        return root
-    subdirs = [entry for entry in root.iterdir() if entry.is_dir() and not entry.name.startswith((".", "__"))]
-    versions = [entry for entry in subdirs if entry.name.isdigit() and (entry / SAVED_MODEL).is_file()]
-    if versions:
-        return max(versions, key=lambda entry: int(entry.name))
-    if len(subdirs) == 1:
-        return find_saved_model(subdirs[0])
-    raise TargetError(f"model {root}: no {SAVED_MODEL} in it or in a numeric version directory")
-
-
-@dataclass(frozen=True)
-class Port:
-    """One input or output of the chosen signature."""
-
-    name: str
-    dtype: str  # TF enum name, e.g. DT_FLOAT
-    numpy: np.dtype[Any]
-    shape: tuple[int, ...] | None  # None: unknown rank; -1: unknown size
-
-
 class SavedModel:
     """A loaded SavedModel and its chosen signature, called with numpy arrays."""
 
@@ -108,13 +92,13 @@ class SavedModel:
         import tensorflow as tf
         from google.protobuf.json_format import MessageToDict
 
-        definitions = _signature_defs(folder)
+        definitions = signature_defs(folder)
         self.key = _choose(definitions, signature_key, folder)
         self.signature_map: dict[str, Any] = {
             key: MessageToDict(definition) for key, definition in definitions.items()
         }
-        self.inputs = _ports(definitions[self.key].inputs)
-        self.outputs = _ports(definitions[self.key].outputs)
+        self.inputs = ports(definitions[self.key].inputs)
+        self.outputs = ports(definitions[self.key].outputs)
         self._loaded = tf.saved_model.load(str(folder), tags=[SERVING_TAG])
         self._function = self._loaded.signatures[self.key]
         self._constant = tf.constant
@@ -156,26 +140,6 @@ class SavedModel:
         }
 
 
-def tensor_specs(ports: dict[str, Port]) -> tuple[TensorSpec, ...]:
-    """V2 specs of a signature's inputs or outputs (unknown rank: one dimension of any size)."""
-    return tuple(
-        TensorSpec(port.name, datatype_of(np.empty(0, port.numpy)), port.shape or (-1,))
-        for port in ports.values()
-    )
-
-
-def _signature_defs(folder: Path) -> dict[str, Any]:
-    """The serving meta graph's signatures, without TF's internal ones (``__saved_model_init_op``)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    saved = saved_model_pb2.SavedModel()
-    saved.ParseFromString((folder / SAVED_MODEL).read_bytes())
-    for graph in saved.meta_graphs:
-        if SERVING_TAG in graph.meta_info_def.tags:
-            return {key: value for key, value in graph.signature_def.items() if not key.startswith("__")}
-    raise ModelLoadError(f"{folder}: no meta graph tagged '{SERVING_TAG}'")
-
-
 def _choose(definitions: dict[str, Any], wanted: str | None, folder: Path) -> str:
     """``signature_key`` when set; else the only signature; else ``predict``."""
     keys = sorted(definitions)
@@ -187,20 +151,6 @@ def _choose(definitions: dict[str, Any], wanted: str | None, folder: Path) -> st
         hint = "" if wanted else " (set signature_key to choose one)"
         raise ModelLoadError(f"{folder}: signature {key!r} not found; the model has: {found}{hint}")
     return key
-
-
-def _ports(infos: Any) -> dict[str, Port]:
-    import tensorflow as tf
-    from tensorflow.core.framework import types_pb2
-
-    ports = {}
-    for name in sorted(infos):  # a protobuf map has no order of its own
-        info = infos[name]
-        dtype = tf.dtypes.as_dtype(info.dtype)
-        shape = None if info.tensor_shape.unknown_rank else tuple(dim.size for dim in info.tensor_shape.dim)
-        numpy = np.dtype(object) if dtype == tf.string else np.dtype(dtype.as_numpy_dtype)
-        ports[name] = Port(name, types_pb2.DataType.Name(info.dtype), numpy, shape)
-    return ports
 
 
 def _convert(value: Any, port: Port) -> Array:

@@ -1,7 +1,8 @@
 """A model folder's settings file, read into inferd's keys: its ``inferd.yaml`` (the keys of every
 dialect's settings, plus ``dialect`` and ``versions``), else MLServer's ``model-settings.json`` (the
 fields that map: ``name``, ``implementation``, ``parameters.uri``, ``parameters.version``,
-``max_batch_size``, ``max_batch_time``). The config layer reads projects' ``inferd.yaml``; a dialect
+``max_batch_size``, ``max_batch_time``), else Triton's ``config.pbtxt`` (an ONNX or SavedModel model:
+`from_triton`). The config layer reads projects' ``inferd.yaml``; a dialect
 may not import it, so the little reading a model folder needs is here."""
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from inferd.dialects.frameworks.triton import CONFIG_FILE, ConfigError, read_config
+from inferd.dialects.frameworks.triton import FORMATS as TRITON_FORMATS
 
 logger = logging.getLogger("inferd.repository")
 
@@ -26,6 +30,7 @@ MLSERVER_RUNTIMES = {
     "mlserver_sklearn.SKLearnModel": "sklearn",
     "mlserver_xgboost.XGBoostModel": "xgboost",
     "mlserver_lightgbm.LightGBMModel": "lightgbm",
+    "mlserver_mlflow.MLflowRuntime": "mlflow",
 }
 #: MLServer's fields that have an inferd meaning; others (``platform``, ``inputs``...) are ignored.
 MLSERVER_MAPPED = frozenset({"name", "implementation", "parameters", "max_batch_size", "max_batch_time"})
@@ -44,7 +49,37 @@ def read_settings(folder: Path) -> dict[str, Any] | None:
     path = folder / MLSERVER_FILE
     if path.is_file():
         return from_mlserver(_read_json(path))
+    if (folder / CONFIG_FILE).is_file():
+        return from_triton(folder)
     return None
+
+
+def from_triton(folder: Path) -> dict[str, Any]:
+    """Triton's ``config.pbtxt`` as inferd keys: an ONNX or SavedModel model in each version folder
+    (``1/model.onnx``, ``1/model.savedmodel/``, or ``default_model_filename``) served by the
+    model-file runtimes with the inputs and outputs the config declares; its version policy."""
+    try:
+        config = read_config(folder)
+    except ConfigError as exc:
+        raise FolderProblem(str(exc)) from None
+    found = config.model_format()
+    if found is None:
+        served = ", ".join(sorted(TRITON_FORMATS))
+        raise FolderProblem(
+            f"{CONFIG_FILE}: {'platform' if config.platform else 'backend'} {config.kind or '(none)'!r} "
+            f"is a Triton backend inferd cannot run (it serves {served})"
+        )
+    keys: dict[str, Any] = {
+        "dialect": "runtimes",
+        "model_format": found[0],
+        "target": found[1],
+        "triton_config": str((folder / CONFIG_FILE).resolve()),
+    }
+    if config.name:
+        keys["name"] = config.name
+    if config.versions is not None:
+        keys["versions"] = config.versions
+    return keys
 
 
 def is_mlserver(config: Mapping[str, Any]) -> bool:

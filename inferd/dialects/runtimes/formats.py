@@ -73,6 +73,24 @@ FORMATS: tuple[FileFormat, ...] = (
         "onnx",
         "inferd.dialects.runtimes.onnx:load",
     ),
+    FileFormat(
+        "tensorflow",
+        "TensorFlow SavedModel",
+        ("saved_model.pb",),
+        (),
+        "tensorflow",
+        "tensorflow",
+        "inferd.dialects.runtimes.tensorflow:SavedModelModel",
+    ),
+    FileFormat(
+        "mlflow",
+        "MLflow",
+        ("MLmodel",),
+        (),
+        "yaml",  # the MLmodel file is YAML; a flavour needing mlflow itself says so when it loads
+        "mlflow",
+        "inferd.dialects.runtimes.mlflow:load",
+    ),
 )
 BY_NAME = {found.name: found for found in FORMATS}
 #: Every well-known file name, in the order a folder is searched.
@@ -120,13 +138,26 @@ def find(target: str, chosen: str | None) -> tuple[Path, list[FileFormat]] | Non
         return (path, found) if found else None
     if not path.is_dir():
         return None
-    held = [path / name for name in KNOWN_FILES if (path / name).is_file()]
+    if (path / "MLmodel").is_file() and chosen in (None, "mlflow"):
+        held = [path / "MLmodel"]  # an MLflow model's folder: its pickle is a part of it
+    else:
+        held = [path / name for name in KNOWN_FILES if (path / name).is_file()] or _versioned(path)
     usable = [(file, formats_of(file, chosen)) for file in held]
     usable = [(file, found) for file, found in usable if found]
     if len(usable) > 1:
         names = ", ".join(file.name for file, _ in usable)
         raise TargetError(f"{path} holds several model files ({names}); serve one of them as the target")
     return usable[0] if usable else None
+
+
+def _versioned(folder: Path) -> list[Path]:
+    """TF Serving's layout: ``saved_model.pb`` in the highest numeric version folder."""
+    try:
+        versions = [entry for entry in folder.iterdir() if entry.name.isdigit() and entry.is_dir()]
+    except OSError:
+        return []
+    found = [entry / "saved_model.pb" for entry in versions if (entry / "saved_model.pb").is_file()]
+    return [max(found, key=lambda file: int(file.parent.name))] if found else []
 
 
 def model_file(target: str, chosen: str | None) -> tuple[Path, list[FileFormat]]:

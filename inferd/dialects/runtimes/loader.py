@@ -25,9 +25,13 @@ logger = logging.getLogger("inferd.runtimes")
 
 
 def served_name(path: Path, formats: list[FileFormat]) -> str:
-    """A well-known file (``model.joblib``) is named after its folder; another after its stem."""
+    """A well-known file (``model.joblib``) is named after its folder (a SavedModel in a version
+    folder ``1/`` after the folder holding that); another after its stem."""
     known = any(path.name in found.files for found in formats)
-    return path.resolve().parent.name if known else path.stem
+    if not known:
+        return path.stem
+    folder = path.resolve().parent
+    return folder.parent.name if formats[0].name == "tensorflow" and folder.name.isdigit() else folder.name
 
 
 class RuntimesDialect:
@@ -51,6 +55,10 @@ class RuntimesDialect:
         path, formats = model_file(settings.target, settings.model_format)
         formats = installed(path, formats)
         name = settings.name or served_name(path, formats)
+        if formats[0].name == "mlflow":
+            from inferd.dialects.frameworks.mlflow import check
+
+            check(path)
         if formats[0].name == "sklearn":
             logger.info("loading %s: a pickle runs code of its own; serve only files you trust", path)
         return [ServedModel(name, _factory(path, formats, settings, name), settings.model_version)]
@@ -74,7 +82,11 @@ def _factory(path: Path, formats: list[FileFormat], settings: RuntimeSettings, n
         if formats[0].name == "onnx":
             from inferd.dialects.runtimes.onnx import OnnxModel
 
-            model = OnnxModel(path)
+            model = OnnxModel(path, settings.triton_config)
+        elif formats[0].name == "tensorflow":
+            from inferd.dialects.runtimes.tensorflow import SavedModelModel
+
+            model = SavedModelModel(path, settings.signature_key, settings.triton_config)
         else:
             from inferd.dialects.runtimes.model import FileModel
 

@@ -78,7 +78,9 @@ class FileModel(Model):
     def metadata(self) -> ModelMetadata:
         estimator = self.estimator
         features = -1 if estimator.n_features is None else estimator.n_features
-        inputs = (TensorSpec("input-0", estimator.input_datatype, (-1, features)),)
+        # an MLflow model's signature, when it has one, else what the estimator knows
+        declared: tuple[TensorSpec, ...] = getattr(estimator, "signature_inputs", ())
+        inputs = declared or (TensorSpec("input-0", estimator.input_datatype, (-1, features)),)
         outputs = tuple(estimator.output(method) for method in estimator.methods)
         versions = (self.version,) if self.version else ()
         return ModelMetadata(self.name, versions, estimator.platform, inputs, outputs, loose_inputs=True)
@@ -106,9 +108,16 @@ class FileModel(Model):
             raise InvalidInput(f"model '{self.name}' has no method {method!r}; it has {list(known)}")
         return [str(method)]
 
+    def _ordered(self, request: InferenceRequest) -> dict[str, Array]:
+        """Inputs named after every column of the model's signature, in its order; else as sent."""
+        columns = _columns(self.estimator)
+        if len(request.inputs) > 1 and set(request.inputs) == set(columns):
+            return {name: request.inputs[name] for name in columns}
+        return dict(request.inputs)
+
     def features(self, request: InferenceRequest) -> Array:
         """The feature matrix of the request's inputs."""
-        arrays = list(request.inputs.values())
+        arrays = list(self._ordered(request).values())
         if not arrays:
             raise InvalidInput(f"model '{self.name}' needs an input (a matrix of rows by features)")
         if len(arrays) == 1:
@@ -136,6 +145,12 @@ class FileModel(Model):
                 f"model '{self.name}' takes {expected} features per row; the input has {matrix.shape[1]}"
             )
         return _typed(matrix, self.estimator.numeric_only, self.name)
+
+
+def _columns(estimator: Estimator) -> list[str]:
+    """The column names an MLflow model's signature gives its inputs, in their order."""
+    declared: tuple[TensorSpec, ...] = getattr(estimator, "signature_inputs", ())
+    return [spec.name for spec in declared]
 
 
 def _typed(matrix: Array, numeric_only: bool, name: str) -> Array:

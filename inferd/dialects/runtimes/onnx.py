@@ -20,6 +20,7 @@ from inferd.core.types import (
     TensorSpec,
     datatype_of,
 )
+from inferd.dialects.runtimes.declared import declared
 
 #: NodeArg ``.type`` → numpy dtype.
 ONNX_DTYPES: dict[str, np.dtype[Any]] = {
@@ -66,13 +67,14 @@ def specs(node_args: list[Any]) -> tuple[TensorSpec, ...]:
 class OnnxModel(Model):
     platform = "onnx_onnxv1"
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, triton_config: str | None = None) -> None:
+        self.path, self.triton_config = path, triton_config
 
     def load(self) -> None:
         self.session = load(self.path)
-        self.input_specs = specs(self.session.get_inputs())
-        self.output_specs = specs(self.session.get_outputs())
+        self.input_specs, self.output_specs = declared(
+            self.triton_config, specs(self.session.get_inputs()), specs(self.session.get_outputs()), self.path
+        )
 
     def metadata(self) -> ModelMetadata:
         versions = (self.version,) if self.version else ()

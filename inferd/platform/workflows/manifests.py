@@ -7,13 +7,14 @@ file that holds that predictor alone (``<file>-<predictor>.yaml`` in the bundle)
 ``inferd serve`` does with a SeldonDeployment (its first predictor). Its nodes run what the graph
 dialect runs: a Seldon class named by a ``componentSpecs`` container's ``MODEL_NAME`` (or a node's
 ``target``) found in the file's folder, the built-in routers and combiners, remote nodes by
-``endpoint.service_host``, and Seldon's SKLEARN_SERVER, XGBOOST_SERVER and LIGHTGBM_SERVER
-(``implementation: SKLEARN_SERVER``...), whose ``modelUri`` is a folder inside the file's folder or in
-object storage (fetched by the service when it starts, as a ``storageUri`` below); the prepackaged
-servers inferd cannot run (TENSORFLOW_SERVER, MLFLOW_SERVER, TRITON_SERVER...) are refused before
-anything is pushed, naming the node and the implementation. ``traffic`` weights the predictors (one
-predictor without ``traffic`` takes 100); a predictor with ``shadow: true`` is the endpoint's shadow,
-mirroring every request, its answers dropped. ``replicas`` → the service's replicas (a fixed count).
+``endpoint.service_host``, and Seldon's SKLEARN_SERVER, XGBOOST_SERVER, LIGHTGBM_SERVER,
+TENSORFLOW_SERVER, MLFLOW_SERVER and TRITON_SERVER (``implementation: SKLEARN_SERVER``...), whose
+``modelUri`` is a folder inside the file's folder or in object storage (fetched by the service when
+it starts, as a ``storageUri`` below); the prepackaged servers inferd cannot run (MLSERVER,
+HUGGINGFACE_SERVER...) are refused before anything is pushed, naming the node and the
+implementation. ``traffic`` weights the predictors (one predictor without ``traffic`` takes 100); a
+predictor with ``shadow: true`` is the endpoint's shadow, mirroring every request, its answers
+dropped. ``replicas`` → the service's replicas (a fixed count).
 
 **InferenceService** (``serving.kserve.io``): ``spec.predictor`` is one service, given as
 
@@ -26,7 +27,9 @@ mirroring every request, its answers dropped. ``replicas`` → the service's rep
   the control process's credentials (nothing is fetched by ``inferd apply`` itself). A model file
   (``model.joblib``, ``model.bst``, ``model.onnx``...) is served by inferd's model-file runtimes,
   and a format they serve (``modelFormat.name`` or the framework block: ``sklearn``, ``xgboost``,
-  ``lightgbm``, ``onnx``) is given to the service as ``INFERD_MODEL_FORMAT``. Every model answers
+  ``lightgbm``, ``onnx``, ``tensorflow``, ``mlflow``) is given to the service as
+  ``INFERD_MODEL_FORMAT``; ``triton``'s ``storageUri`` is a Triton model repository, served as a
+  repository (``config.pbtxt`` folders); ``pmml`` is refused, saying why. Every model answers
   KServe's V1 protocol and V2, whatever ``protocolVersion`` says.
 
 ``minReplicas``/``maxReplicas`` → the service's replicas, scaled between them aiming at ``scaleTarget``
@@ -55,7 +58,15 @@ IMAGE_DIR = "/app/"
 FRAMEWORKS = ("sklearn", "onnx", "xgboost", "lightgbm", "tensorflow", "pytorch", "triton", "pmml", "paddle")
 #: Model formats whose files inferd's model-file runtimes serve (docs/runtimes.md): a predictor naming
 #: one (``model.modelFormat.name``, or its framework block) has its service told the format.
-RUNTIME_FORMATS = ("sklearn", "xgboost", "lightgbm", "onnx")
+RUNTIME_FORMATS = ("sklearn", "xgboost", "lightgbm", "onnx", "tensorflow", "mlflow")
+#: Why a format inferd has no runtime for is refused.
+REFUSED_FORMATS = {
+    "pmml": (
+        "inferd has no PMML runtime: the maintained PMML evaluators (pypmml, jpmml-evaluator) run a Java "
+        "VM, which inferd does not start; convert the model (to ONNX, or back to the library it came "
+        "from) and name that format"
+    ),
+}
 
 
 def manifest_layout(path: Path) -> Layout:
@@ -184,11 +195,15 @@ def kserve_layout(path: Path, document: dict[str, Any]) -> Layout:
     if not isinstance(predictor, dict):
         raise WorkflowError(f"{path}: an InferenceService needs spec.predictor")
     target, environment = _container(path, predictor) or _storage(path, predictor)
+    # a Triton storageUri is a model repository (model folders with config.pbtxt)
+    dialect = (
+        "repository" if _model_format(predictor) == "triton" and "containers" not in predictor else "auto"
+    )
     part = Part(
         name,
         path.parent.resolve(),
         target,
-        "auto",
+        dialect,
         scaling=_kserve_scaling(predictor),
         environment=environment,
         leave_out=(path.name,),
@@ -232,6 +247,8 @@ def _storage(path: Path, predictor: dict[str, Any]) -> tuple[str, dict[str, str]
             "or a container running inferd serve"
         )
     named = _model_format(predictor)
+    if named in REFUSED_FORMATS:
+        raise WorkflowError(f"{path}: the predictor's model is {named}: {REFUSED_FORMATS[named]}")
     environment = {"INFERD_MODEL_FORMAT": named} if named in RUNTIME_FORMATS else {}
     return _located(path, uri, "storageUri"), environment
 

@@ -19,12 +19,18 @@ RUNS = {
     "SKLEARN_SERVER": Server("inferd.dialects.seldon.prepackaged:SKLearnServer", "seldonio/sklearnserver"),
     "XGBOOST_SERVER": Server("inferd.dialects.seldon.prepackaged:XGBoostServer", "seldonio/xgboostserver"),
     "LIGHTGBM_SERVER": Server("inferd.dialects.seldon.prepackaged:LightGBMServer", "seldonio/lightgbmserver"),
+    "TENSORFLOW_SERVER": Server(
+        "inferd.dialects.seldon.prepackaged_models:TensorflowServer", "seldonio/tfserving-proxy"
+    ),
+    "MLFLOW_SERVER": Server(
+        "inferd.dialects.seldon.prepackaged_models:MLFlowServer", "seldonio/mlflowserver"
+    ),
+    "TRITON_SERVER": Server(
+        "inferd.dialects.seldon.prepackaged_triton:TritonServer", "nvcr.io/nvidia/tritonserver"
+    ),
 }
 #: Prepackaged servers inferd cannot run, and what to do instead.
 REFUSED = {
-    "TENSORFLOW_SERVER": "TensorFlow Serving",
-    "MLFLOW_SERVER": "an MLflow model with its conda environment",
-    "TRITON_SERVER": "a Triton model repository",
     "MLSERVER": "MLServer's runtimes",
     "HUGGINGFACE_SERVER": "a Hugging Face pipeline",
     "TEMPO_SERVER": "a Tempo pipeline",

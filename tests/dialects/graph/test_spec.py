@@ -79,10 +79,10 @@ def test_a_seldon_deployment_as_json(tmp_path: Path) -> None:
         ("graph: {name: a, implementation: SKLEARN_SERVER}", "'SKLEARN_SERVER' needs a modelUri"),
         ("graph: {name: a, implementation: ONNX_SERVER}", "'ONNX_SERVER' is not one inferd runs"),
         (
-            "graph: {name: a, implementation: MLFLOW_SERVER, modelUri: gs://m/mlflow}",
-            "node 'a': implementation 'MLFLOW_SERVER' is Seldon's prepackaged server for an MLflow",
+            "graph: {name: a, implementation: HUGGINGFACE_SERVER, modelUri: gs://m/hf}",
+            "node 'a': implementation 'HUGGINGFACE_SERVER' is Seldon's prepackaged server for a Hugging Face",
         ),
-        ("graph: {name: a, implementation: TRITON_SERVER, modelUri: m}", "which inferd cannot run"),
+        ("graph: {name: a, implementation: MLSERVER, modelUri: m}", "which inferd cannot run"),
         ("graph: {name: a, endpoint: {host: h, type: REST}}", "endpoint needs a port"),
         ("graph: {name: a, endpoint: {host: h, port: 1, type: KAFKA}}", "neither REST nor GRPC"),
         ("graph: {name: a, target: A, parameters: [{name: x, value: y, type: INT}]}", "not a valid INT"),

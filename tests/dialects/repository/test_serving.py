@@ -326,11 +326,12 @@ def start_fails(*args: str) -> str:
             {
                 "sk": {
                     "model-settings.json": mlserver_settings(
-                        name="sk", implementation="mlserver_mlflow.MLflowRuntime"
+                        name="sk", implementation="mlserver_huggingface.HuggingFaceRuntime"
                     )
                 }
             },
-            "model 'sk' in {root}/sk: implementation 'mlserver_mlflow.MLflowRuntime' is an MLServer runtime",
+            "model 'sk' in {root}/sk: implementation 'mlserver_huggingface.HuggingFaceRuntime' is an "
+            "MLServer runtime",
         ),
     ],
     ids=["two-models-one-name", "broken-yaml", "mlserver-runtime"],

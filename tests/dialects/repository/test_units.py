@@ -116,9 +116,9 @@ def test_a_bad_write_is_refused_and_writes_nothing(
 def test_an_mlserver_runtime_in_a_written_config_is_refused(tmp_path: Path) -> None:
     repository = source(tmp_path / "models")
     with pytest.raises(
-        InvalidInput, match=re.escape("'mlserver_mlflow.MLflowRuntime' is an MLServer runtime")
+        InvalidInput, match=re.escape("'mlserver_huggingface.HuggingFaceRuntime' is an MLServer runtime")
     ):
-        repository.write("m", {"implementation": "mlserver_mlflow.MLflowRuntime"}, {})
+        repository.write("m", {"implementation": "mlserver_huggingface.HuggingFaceRuntime"}, {})
 
 
 def test_a_repository_in_object_storage_is_not_written() -> None:

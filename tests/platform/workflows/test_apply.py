@@ -110,7 +110,11 @@ def test_seldon_refusals(platform: Control, tmp_path: Path) -> None:
     assert refused.returncode == 2 and "sum to 100, not 105" in refused.stderr
     prepackaged = tmp_path / "bad" / "sklearn.yaml"
     for implementation, uri, problem in [
-        ("MLFLOW_SERVER", "gs://seldon-models/mlflow/iris", "node 'clf': implementation 'MLFLOW_SERVER'"),
+        (
+            "HUGGINGFACE_SERVER",
+            "gs://seldon-models/hf/gpt2",
+            "node 'clf': implementation 'HUGGINGFACE_SERVER'",
+        ),
         ("SKLEARN_SERVER", "/etc", "'/etc' is not inside"),
         ("SKLEARN_SERVER", "ftp://host/iris", "node 'clf': modelUri 'ftp://host/iris': unknown scheme"),
     ]:
