@@ -49,6 +49,7 @@ from inferd.platform.records import (
 )
 from inferd.platform.routing import DRAIN_SECONDS, Routing, address
 from inferd.platform.runs import Runs
+from inferd.platform.service_folders import unpacked_bundle
 from inferd.platform.service_tokens import ServiceTokens
 from inferd.platform.services import LocalRunner, RestartPolicy, ServiceSpec, StateChange
 from inferd.platform.services.logs import ServiceLog
@@ -442,26 +443,10 @@ class Platform:
                 self.store.update_service(service_id, reason=reason)
 
     async def _unpacked(self, service: Service, version: Version) -> Path:
-        """The service's folder, its version's bundle unpacked there once (fetched first, from the
-        artifact store's copy in object storage, when this machine lacks it: in a thread). It is
-        named after the deployment, inside the service's own folder: a model its project does not
-        name is served under the name of its folder (`inferd serve examples/iris` serves ``iris``),
-        so a deployment ``iris`` of that folder serves ``iris`` too, not the service's id.
-
-        A service unpacked by an inferd before that (its project right in its own folder) keeps that
-        folder, so a restart of it serves under the name its clients know."""
         deployment = self.store.deployment(service.deployment_id)
-        own = self.services_root / service.id
-        if own.is_dir() and [entry.name for entry in own.iterdir()] not in ([], [deployment.name]):
-            return own
-        folder = own / deployment.name
-        if not folder.exists():
-            try:
-                await asyncio.to_thread(self.artifacts.unpack, version.digest, folder)
-            except (Conflict, OSError):
-                if not folder.is_dir():  # else another caller unpacked it meanwhile
-                    raise
-        return folder
+        return await unpacked_bundle(
+            self.artifacts, self.services_root / service.id, deployment.name, version
+        )
 
     def _spec(self, service: Service, version: Version, folder: Path) -> ServiceSpec:
         return ServiceSpec(

@@ -37,7 +37,7 @@ from inferd.protocols.h2.connection import FLOOD_LIMIT
 from inferd.protocols.h2.frames import NO_ERROR
 from inferd.protocols.h2.grpc_wire import MessageReader, framed, grpc_message, timeout_seconds
 from inferd.protocols.h2.hpack_out import Header, encode_block
-from inferd.protocols.h2.sending import Corker, Inbound
+from inferd.protocols.h2.sending import CLOSE_GRACE, Corker, Inbound
 from inferd.protocols.h2.server import ServerConnection
 from inferd.server.grpc_context import Aborted, Code, Metadata, NativeContext
 from inferd.server.grpc_methods import CallDetails, Handler, Interceptor, MethodTable
@@ -120,9 +120,22 @@ class NativeGrpcServer:
             call.cancel()
         for connection in list(self.connections):
             connection.close()
+        await self._cut_lingering(CLOSE_GRACE)
         for listener in self.listeners:
             await listener.wait_closed()
         self.listeners.clear()
+
+    async def _cut_lingering(self, seconds: float) -> None:
+        """Connections closing (each reading what its peer still sends until the peer ends its side)
+        get ``seconds`` at most, then are cut: a stopped server leaves no socket open behind it (its
+        event loop may be closed next, which a socket still open makes fail)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while self.connections and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        for connection in list(self.connections):
+            connection.abort()
+        await asyncio.sleep(0)  # their connection_lost runs before the caller goes on
 
     def call_over(self, call: ServerCall) -> None:
         self.calls.discard(call)
