@@ -1,21 +1,24 @@
 """Triton's streaming extension (gRPC ``ModelStreamInfer``) with tritonclient's streaming API against
 a real ``inferd serve`` of the iris example behind a bearer token, on both gRPC servers: requests
 answered in order with their ids, a bad request answered as an error on the stream that then goes
-on answering, and the token required."""
+on answering, the token required, and the inference in flight cancelled when the client
+cancels the stream."""
 
 from __future__ import annotations
 
 import contextlib
 import queue
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from tests.protocols.triton.conftest import HEADERS, grpc_client
-from tests.servers import RunningServer
+from tests.servers import RunningServer, serve
 
 GRPC_HEADERS = {key.lower(): value for key, value in HEADERS.items()}
 SETOSA = [5.1, 3.5, 1.4, 0.2]
@@ -82,3 +85,46 @@ def test_stream_needs_the_token(secured_iris: RunningServer) -> None:
         client.close()
     assert result is None
     assert "unauthenticated" in str(error).lower(), error
+
+
+SLOW_MODEL = """
+import asyncio
+
+import numpy as np
+
+import inferd
+
+
+class Slow(inferd.Model):
+    async def predict(self, inputs):
+        await asyncio.sleep(float(inputs["seconds"].ravel()[0]))
+        return {"done": np.array([True])}
+"""
+
+
+def _seconds(value: float) -> list[Any]:
+    tensor = grpcclient.InferInput("seconds", [1], "FP64")
+    tensor.set_data_from_numpy(np.array([value], np.float64))
+    return [tensor]
+
+
+@pytest.mark.parametrize("kind", ["inferd", "grpcio"])
+def test_closing_the_stream_cancels_the_inference_in_flight(kind: str, tmp_path: Path) -> None:
+    """One call of the model at a time: a 6 s inference left running after its stream is cancelled
+    would keep the next call waiting for its turn."""
+    (tmp_path / "slow.py").write_text(SLOW_MODEL)
+    env = {"INFERD_MODELS__SLOW__MAX_CONCURRENCY": "1"}
+    with serve(str(tmp_path / "slow.py"), "--dialect", "native", "--grpc-server", kind, env=env) as server:
+        client = grpc_client(server)
+        answers: queue.Queue[tuple[Any, Any]] = queue.Queue()
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        client.async_stream_infer("slow", _seconds(6), request_id="long")
+        time.sleep(0.5)  # the inference has started
+        client.stop_stream(cancel_requests=True)
+        started = time.monotonic()
+        answer = client.infer("slow", _seconds(0))
+        waited = time.monotonic() - started
+        client.close()
+        assert answer.as_numpy("done").tolist() == [True]
+        assert waited < 3, waited
+        assert server.process.poll() is None
