@@ -36,6 +36,15 @@ def unary_unary(
     return MethodHandler(False, False, request_deserializer, response_serializer, behavior)
 
 
+def stream_stream(
+    behavior: Callable[..., Any],
+    request_deserializer: Deserializer | None = None,
+    response_serializer: Serializer | None = None,
+) -> MethodHandler:
+    """A bidirectional-streaming handler (``grpc.stream_stream_rpc_method_handler``'s signature)."""
+    return MethodHandler(True, True, request_deserializer, response_serializer, None, stream_stream=behavior)
+
+
 def unary_handlers(
     messages: ModuleType,
     service: str,
@@ -44,11 +53,12 @@ def unary_handlers(
 ) -> dict[str, Any]:
     """Method name → handler of every RPC of ``service`` (its full name, declared in the ``_pb2`` module
     ``messages``), each calling the servicer's method of the RPC's name, as generated code does.
-    Only unary RPCs: a streaming one is an error here (inferd's V2 service has none)."""
+    Only unary RPCs: streaming ones are left out, for the caller to add its own handler
+    (V2's ``ModelStreamInfer``: `inferd.protocols.v2.grpc_stream`)."""
     handlers: dict[str, Any] = {}
     for method in messages.DESCRIPTOR.pool.FindServiceByName(service).methods:
         if method.client_streaming or method.server_streaming:
-            raise ValueError(f"{service}.{method.name} streams; only unary RPCs are made here")
+            continue
         request = getattr(messages, method.input_type.name)
         response = getattr(messages, method.output_type.name)
         handlers[method.name] = make(

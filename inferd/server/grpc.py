@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from inferd.core import tracing
-from inferd.protocols.grpc_handlers import unary_unary
+from inferd.protocols.grpc_handlers import stream_stream, unary_unary
 from inferd.protocols.v2.grpc import HEALTH_METHODS, add_to_server
 from inferd.server.app import Runtime
 from inferd.server.auth import Tokens, tokens_of
@@ -37,6 +37,7 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> GrpcServe
     interceptors = _interceptors(tokens)
     server: Any
     make_handler: Callable[..., Any]
+    make_stream: Callable[..., Any] = stream_stream
     if settings.grpc_server == "inferd":
         from inferd.server.grpc_native import NativeGrpcServer
 
@@ -47,7 +48,7 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> GrpcServe
     else:
         import grpc
 
-        make_handler = grpc.unary_unary_rpc_method_handler
+        make_handler, make_stream = grpc.unary_unary_rpc_method_handler, grpc.stream_stream_rpc_method_handler
         server = grpc.aio.server(
             interceptors=interceptors or None,
             options=[
@@ -57,7 +58,7 @@ def create_grpc_server(runtime: Runtime, shared_port: bool = False) -> GrpcServe
             ],
         )
     registrar = Registrar(server)  # malformed requests of every service get INVALID_ARGUMENT
-    add_to_server(registrar, runtime.dataplane, make_handler)
+    add_to_server(registrar, runtime.dataplane, make_handler, make_stream)
     for add in runtime.dialect.grpc_services(runtime.dataplane, runtime.dialect_settings):
         add(registrar)
     server_: GrpcServer = server

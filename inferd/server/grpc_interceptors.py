@@ -8,7 +8,7 @@ grpc and protobuf (about 8 MiB and 60 ms): only a process that serves gRPC impor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 from urllib.parse import unquote
 
@@ -73,12 +73,17 @@ def _refusing(handler: Any, error: Unauthenticated, backoff: Backoff | None = No
                 answered = slowed
         await context.abort(status_of(answered).grpc, answered.message)
 
-    build = (
-        grpc.stream_stream_rpc_method_handler
-        if handler.response_streaming
-        else grpc.stream_unary_rpc_method_handler
-    )
-    return build(refuse, response_serializer=handler.response_serializer)
+    async def refuse_streaming(requests: Any, context: Any) -> AsyncIterator[Any]:
+        # an async generator, as inferd's own server wants a response-streaming behaviour to be
+        await refuse(requests, context)
+        return
+        yield  # pragma: no cover  # makes this a generator
+
+    if handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(
+            refuse_streaming, response_serializer=handler.response_serializer
+        )
+    return grpc.stream_unary_rpc_method_handler(refuse, response_serializer=handler.response_serializer)
 
 
 class TracedRpcs(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpcio ships no hints

@@ -293,7 +293,7 @@ def test_known_cases() -> None:
 def test_inferds_varints_read_back_in_protobuf(value: int) -> None:
     wire = key(5, 0) + core_varint(value)  # InferParameter.uint64_param
     assert pb.InferParameter.FromString(wire).uint64_param == value
-    assert grpc_wire._varint(value) == core_varint(value)
+    assert grpc_wire.varint(value) == core_varint(value)
 
 
 @given(requests(), st.lists(st.binary(max_size=300), max_size=4))

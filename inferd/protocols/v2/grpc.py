@@ -32,9 +32,9 @@ from inferd.core.types import (
     datatype_of,
 )
 from inferd.protocols import cloudevents
-from inferd.protocols.grpc_handlers import unary_handlers, unary_unary
+from inferd.protocols.grpc_handlers import stream_stream, unary_handlers, unary_unary
 from inferd.protocols.status import error_message, status_of
-from inferd.protocols.v2 import codecs, grpc_wire
+from inferd.protocols.v2 import codecs, grpc_stream, grpc_wire
 from inferd.protocols.v2._generated import grpc_predict_v2_pb2 as pb
 from inferd.protocols.v2.repository import load_request
 
@@ -70,14 +70,23 @@ Response = TypeVar("Response")
 Handler = Callable[[Any, Request, Context], Awaitable[Response]]
 
 
-def add_to_server(server: Any, dataplane: DataPlane, make: Callable[..., Any] = unary_unary) -> None:
+def add_to_server(
+    server: Any,
+    dataplane: DataPlane,
+    make: Callable[..., Any] = unary_unary,
+    make_stream: Callable[..., Any] = stream_stream,
+) -> None:
     """Serve ``inference.GRPCInferenceService`` for ``dataplane`` on ``server``, ``ModelInfer``
     with the (de)serializers of `inferd.protocols.v2.grpc_wire` in place of protobuf's, so no call
     reaches it as a protobuf message. The handlers come from the service's descriptor
     (`grpc_handlers.unary_handlers`), made by ``make``: a grpc.aio server needs
     ``grpc.unary_unary_rpc_method_handler``; inferd's own server takes the default and never loads
-    grpcio. Every method is registered by name, which both servers serve first."""
-    handlers = unary_handlers(pb, SERVICE.strip("/"), V2Servicer(dataplane), make)
+    grpcio. ``ModelStreamInfer`` (`grpc_stream`) is made by ``make_stream`` (grpc.aio:
+    ``grpc.stream_stream_rpc_method_handler``). Every method is registered by name, which both
+    servers serve first."""
+    servicer = V2Servicer(dataplane)
+    handlers = unary_handlers(pb, SERVICE.strip("/"), servicer, make)
+    handlers["ModelStreamInfer"] = grpc_stream.handler(servicer.infer, make_stream)
     handlers["ModelInfer"] = handlers["ModelInfer"]._replace(
         request_deserializer=grpc_wire.parse_request, response_serializer=grpc_wire.serialize_response
     )
@@ -135,6 +144,10 @@ class V2Servicer:
 
     @_answer_errors
     async def ModelInfer(self, request: grpc_wire.InferCall, context: Context) -> grpc_wire.InferAnswer:
+        return await self.infer(request)
+
+    async def infer(self, request: grpc_wire.InferCall) -> grpc_wire.InferAnswer:
+        """One inference, as ``ModelInfer`` and each message of ``ModelStreamInfer`` run it."""
         payloads, tracer = self.dataplane.payloads, tracing.tracer
         logged = None if payloads is None else cloudevents.log_grpc(payloads, request)
         if tracer is None:

@@ -77,7 +77,7 @@ class InferAnswer:
         its own memory (the output arrays, uncopied)."""
         parts: list[bytes | memoryview] = [self.message.SerializeToString()]
         for blob in self.raw:
-            parts += [_RAW_OUTPUT_TAG, _varint(memoryview(blob).nbytes), blob]
+            parts += [_RAW_OUTPUT_TAG, varint(memoryview(blob).nbytes), blob]
         return parts
 
 
@@ -131,7 +131,7 @@ def _read_varint(view: memoryview, offset: int) -> tuple[int, int]:
     raise ValueError("a varint runs past the end of the message or past 64 bits")
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
