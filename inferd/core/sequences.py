@@ -18,12 +18,13 @@ import asyncio
 import inspect
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferd.core.errors import InvalidInput, Overloaded
+from inferd.core.errors import InvalidInput, ModelLoadError, Overloaded
 from inferd.core.model import Model, resolve
+from inferd.core.registry.entries import ModelEntry
 from inferd.core.types import InferenceRequest, InferenceResponse, Parameters, Tensors
 
 #: The state of one sequence, as `SequenceModel.predict` sees it.
@@ -124,6 +125,19 @@ class SequenceModel(Model):
                 break
             del self._sequences[sequence_id]
             await resolve(self.end_sequence(live.state))
+
+
+def refuse_sequences_across_workers(entries: Iterable[ModelEntry], workers: int) -> None:
+    """`ModelLoadError` when a loaded model (``entries``: the registry's) keeps sequences while
+    ``workers`` > 1 processes serve it: each worker would keep its own state, and a sequence's
+    requests reach whichever worker accepts the connection (no routing of one sequence to one worker
+    yet)."""
+    for entry in entries:
+        if isinstance(entry.model, SequenceModel):
+            raise ModelLoadError(
+                f"model '{entry.name}' keeps state per sequence (inferd.SequenceModel), which needs "
+                f"one worker: serve it without --workers {workers} (state lives in one process)"
+            )
 
 
 def _sequence_parameters(model: str, parameters: Parameters) -> tuple[SequenceId, bool, bool]:

@@ -4,6 +4,8 @@ state, ``max_sequences`` is enforced, and bad sequence parameters are 400s with 
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from typing import Any
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from tests.servers import RunningServer, client_of, serve, served
+from tests.servers import ROOT, RunningServer, client_of, inferd_command, serve, served, with_this_tree
 
 IDLE = 2.0
 MOST = 3
@@ -133,3 +135,15 @@ def test_tritonclient_grpc_sequence(sequence_server: RunningServer) -> None:
             client.infer("accumulator", [given], sequence_id=17)
     finally:
         client.close()
+
+
+def test_several_workers_are_refused_at_start_up() -> None:
+    """Each worker would keep its own sequences while a sequence's requests reach any worker."""
+    command = inferd_command(
+        "serve", "tests/models/sequences.py:Accumulator", "--workers", "2", "--port", "0", "--grpc-port", "0"
+    )
+    started = subprocess.run(
+        command, cwd=ROOT, env=with_this_tree(dict(os.environ)), capture_output=True, text=True, timeout=60
+    )
+    assert started.returncode == 1
+    assert "keeps state per sequence" in started.stderr and "Traceback" not in started.stderr
