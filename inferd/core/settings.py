@@ -85,6 +85,13 @@ class DialectSettings(BaseModel):
     to the loop while its calls stay under a millisecond (ABEJA handlers always use ``auto`` unless
     this is ``true``)."""
 
+    sequence_idle_timeout: float = Field(60.0, gt=0)
+    """Seconds a sequence of a stateful model (``inferd.SequenceModel``) may go without a request
+    before its state is dropped; a later request of it without ``sequence_start`` gets 400."""
+
+    max_sequences: int = Field(1024, ge=1)
+    """Most sequences of one stateful model alive at once; a ``sequence_start`` past it gets 503."""
+
     install_requirements: bool = False
     """Install the served project's ``requirements.txt`` with pip before loading it (Cortex projects).
 

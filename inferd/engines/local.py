@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from starlette.types import ASGIApp
 
 from inferd.config.settings import Settings
+from inferd.core.sequences import refuse_sequences_across_workers
 from inferd.engines import heap
 from inferd.engines.http import HttpServer, SignalFreeServer, http_server, uvicorn_config
 from inferd.engines.open_files import connection_budget, raise_open_files_limit
@@ -93,6 +94,8 @@ class LocalBackend:
         registry = self.runtime.registry
         heap.resume_frozen()  # inferd's start-up is frozen; the models load with the collector on
         await registry.load_all()
+        if settings.workers > 1:
+            refuse_sequences_across_workers(registry.entries(), settings.workers)
         await registry.follow()  # a worker started in place of a lost one does what the others did
         if self.runtime.poll_seconds is not None or registry.control is not None:
             self.watching = asyncio.create_task(registry.watch(self.runtime.poll_seconds))

@@ -28,6 +28,7 @@ from typing import Any
 
 from inferd.config.settings import Settings
 from inferd.core import control
+from inferd.core.errors import ModelLoadError
 from inferd.core.keeper import KeptProcess, stop_all
 from inferd.core.metrics import RESTARTS
 from inferd.core.processes import MIB
@@ -58,7 +59,11 @@ def _worker_main(
         RESTARTS.labels("worker", replaced_for).inc()
     settings = Settings(**fields)
     configure_logging(settings.log_level, log_format(settings))
-    run(_serve_worker(settings, sock, metrics_sock, ready))
+    try:
+        run(_serve_worker(settings, sock, metrics_sock, ready))
+    except ModelLoadError as exc:  # said once, without a traceback, as a single process says it
+        logger.error("%s", exc.message)
+        raise SystemExit(1) from None
 
 
 async def _serve_worker(

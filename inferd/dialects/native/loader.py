@@ -19,6 +19,7 @@ from inferd.core.errors import TargetError
 from inferd.core.importer import import_from_string, split_target
 from inferd.core.model import Model
 from inferd.core.model_settings import batch_settings
+from inferd.core.sequences import SequenceModel
 from inferd.core.settings import DialectSettings
 from inferd.dialects.base import ServedModel, TryForm
 
@@ -93,6 +94,10 @@ def _factory(cls: type[Model], settings: DialectSettings, name: str) -> Any:
     def build() -> Model:
         model = cls()
         model.predict_in_thread = settings.predict_in_thread
+        if isinstance(model, SequenceModel):  # rows of several sequences are not batched together
+            model.sequence_idle_timeout = settings.sequence_idle_timeout
+            model.max_sequences = settings.max_sequences
+            return model
         return batched(model, batching)
 
     return build
