@@ -43,6 +43,9 @@ from inferd.server.grpc_context import Aborted, Code, Metadata, NativeContext
 from inferd.server.grpc_methods import CallDetails, Handler, Interceptor, MethodTable
 
 logger = logging.getLogger("inferd.grpc")
+#: Bytes of a streamed answer's messages waiting for the client's window before the next message
+#: is made: a client that keeps asking and never reads cannot queue answers without bound.
+STREAM_BACKLOG = 4 * 1024 * 1024
 
 RESPONSE_HEADERS = encode_block(((b":status", b"200"), (b"content-type", b"application/grpc")))
 OK_TRAILERS = encode_block(((b"grpc-status", b"0"),))
@@ -373,6 +376,10 @@ class ServerCall:
                 self.start_answer()
                 async for response in behaviour(request, context):
                     self.send(response, handler)
+                    while (
+                        out := self.connection.outbound.get(self.stream)
+                    ) and out.waiting() > STREAM_BACKLOG:
+                        await asyncio.sleep(0.005)  # the client reads no more: neither does the stream
             else:
                 behaviour = handler.stream_unary if handler.request_streaming else handler.unary_unary
                 response = await behaviour(request, context)

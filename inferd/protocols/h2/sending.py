@@ -92,6 +92,10 @@ class Outbound:
         self.stream, self.window = stream, window
         self.pending: deque[Item] = deque()
 
+    def waiting(self) -> int:
+        """Bytes of DATA waiting for the peer's window (a peer that stops reading keeps them here)."""
+        return sum(memoryview(data).nbytes for data, _, _, _ in self.pending)
+
 
 class Sender:
     """What a connection sends: frames written (`write`), streams' DATA within the windows."""
