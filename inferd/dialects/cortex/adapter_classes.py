@@ -80,12 +80,20 @@ class OnnxClient:
         return self.sessions[name].run([], to_feed(model_input, self.inputs[name], name))
 
 
+def version_folder(path: Path) -> Path:
+    """The latest version of a model folder: its highest numbered subfolder, else ``path`` itself
+    (a file, or a folder with no versions); what Cortex passed to ``load_model(model_path)``."""
+    if not path.is_dir():
+        return path
+    versions = [child for child in path.iterdir() if child.is_dir() and child.name.isdigit()]
+    return max(versions, key=lambda child: int(child.name)) if versions else path
+
+
 def onnx_file(path: Path) -> Path:
     """The model file of ``path``: itself, or the ``.onnx`` in it (in its highest version folder)."""
     if not path.is_dir():
         return path
-    versions = [child for child in path.iterdir() if child.is_dir() and child.name.isdigit()]
-    folder = max(versions, key=lambda child: int(child.name)) if versions else path
+    folder = version_folder(path)
     found = sorted(folder.glob("*.onnx"))
     if not found:
         raise UserRuntimeError(f"no .onnx file in {folder}")
@@ -141,7 +149,7 @@ class PythonClient:
             load_model = getattr(self.predictor, "load_model", None)
             if not callable(load_model):
                 raise UserRuntimeError("the PythonPredictor class has no load_model(model_path) method")
-            self.loaded[name] = load_model(str(self.models.paths[name]))
+            self.loaded[name] = load_model(str(version_folder(self.models.paths[name])))
         return self.loaded[name]
 
 

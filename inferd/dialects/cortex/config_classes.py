@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from inferd.dialects.cortex.config_fields import _error, _handler, _model
+from inferd.dialects.cortex.models_dir import models_in_dir
 
 logger = logging.getLogger("inferd.cortex")
 
@@ -128,7 +129,7 @@ def class_fields(name: str, item: dict[str, Any], project: Path) -> dict[str, An
     if section == "handler":
         block = _handler_models(name, block)
     python_path = block.get("python_path")
-    model = _model_of(name, block, kind_of)
+    model = _model_of(name, block, kind_of, project)
     signature_key = block.get("signature_key")
     if signature_key is not None and kind_of != "tensorflow":
         raise _error(name, "predictor: signature_key: key is only valid for the tensorflow predictor type")
@@ -193,9 +194,11 @@ class NamedModel:
     signature_key: str | None = None
 
 
-def _model_of(name: str, block: dict[str, Any], kind: str) -> str | list[dict[str, Any]] | None:
+def _model_of(
+    name: str, block: dict[str, Any], kind: str, project: Path
+) -> str | list[dict[str, Any]] | None:
     """The API's model: ``model`` (0.12-0.17) or ``model_path`` (0.18+), one path; or ``models``, a list
-    of entries (0.18-0.19) or a block with ``paths`` (0.20+), several named models."""
+    of entries (0.18-0.19) or a block with ``paths`` or ``dir`` (0.20+), several named models."""
     given = [key for key in ("model", "model_path", "models") if block.get(key) is not None]
     if len(given) > 1:
         raise _error(name, f"predictor: only one of {', '.join(given)} may be given")
@@ -213,9 +216,9 @@ def _model_of(name: str, block: dict[str, Any], kind: str) -> str | list[dict[st
         if unknown:
             raise _error(name, f"predictor: models: {unknown[0]}: key is not supported")
         if value.get("dir") is not None:
-            raise _error(
-                name, "predictor: models: dir: a folder of models is not supported yet; list them in paths"
-            )
+            if value.get("paths") is not None:
+                raise _error(name, "predictor: models: only one of paths, dir may be given")
+            return models_in_dir(name, value["dir"], value.get("signature_key"), project)
     entries = value.get("paths") if isinstance(value, dict) else value
     if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
         raise _error(name, "predictor: models: paths: expected a list of {name, model_path}")
