@@ -314,3 +314,47 @@ def assert_unread_pings_stall(address: str, pid: int) -> None:
     sent, _ = ping_flood(address, count=2_000_000, seconds=4.0, wait=0.2)
     assert sent < 1_000_000, f"all {sent} PINGs were read"
     assert rss(pid) - before < 32 * MIB
+
+
+def stream_asking_never_reading(
+    address: str, path: str, message: bytes, count: int, seconds: float = 4.0
+) -> tuple[int, int]:
+    """One stream of ``path`` carrying ``count`` copies of the gRPC ``message`` (sent as the server's
+    window allows), the server's answers read off the socket but never granted window: (messages
+    sent, bytes of DATA received)."""
+    host, _, port = address.rpartition(":")
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+    framed = b"\x00" + len(message).to_bytes(4, "big") + message
+    sent = received = 0
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        connection.initiate_connection()
+        connection.send_headers(
+            1,
+            [
+                (":method", "POST"),
+                (":scheme", "http"),
+                (":path", path),
+                (":authority", "127.0.0.1"),
+                ("content-type", "application/grpc"),
+                ("te", "trailers"),
+            ],
+        )
+        sock.sendall(connection.data_to_send())
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            while sent < count and connection.local_flow_control_window(1) >= len(framed):
+                connection.send_data(1, framed)
+                sent += 1
+            sock.sendall(connection.data_to_send())
+            sock.settimeout(0.05)
+            try:
+                data = sock.recv(1 << 16)
+            except TimeoutError:
+                continue
+            if not data:
+                break
+            for event in connection.receive_data(data):
+                if isinstance(event, h2.events.DataReceived):
+                    received += event.flow_controlled_length  # never acknowledged: no window given
+            sock.sendall(connection.data_to_send())
+    return sent, received

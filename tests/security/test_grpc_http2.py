@@ -29,6 +29,7 @@ from tests.h2_attacks import (
     frame,
     request_block,
     rss,
+    stream_asking_never_reading,
     unary_flood,
 )
 from tests.security.conftest import APPS
@@ -36,6 +37,7 @@ from tests.servers import RunningServer, serve
 
 INFER = "/inference.GRPCInferenceService/ModelInfer"
 LIVE = "/inference.GRPCInferenceService/ServerLive"
+STREAM = "/inference.GRPCInferenceService/ModelStreamInfer"
 #: The receive limit of these tests' server: each attack sends far more than it under it.
 MESSAGE_LIMIT = 8 * MIB
 
@@ -112,3 +114,22 @@ def test_a_peer_that_does_not_read_is_not_read_either() -> None:
         warm_up(lenient)
         assert_unread_pings_stall(address(lenient), lenient.process.pid)
         still_serves(lenient)
+
+
+def test_a_stream_asking_and_never_granting_window_holds_its_answers_not_the_servers_memory() -> None:
+    """ModelStreamInfer asked 200 times for 1 MiB answers by a client that reads the socket but never
+    grants window: the stream's next answer waits while 4 MiB of its answers wait for the client, so
+    the server holds a few MiB, not 200 (it queued every answer before)."""
+    request = pb.ModelInferRequest(
+        model_name="big",
+        inputs=[pb.ModelInferRequest.InferInputTensor(name="x", datatype="FP32", shape=[1])],
+        raw_input_contents=[bytes(4)],
+    ).SerializeToString()
+    with serve(str(APPS / "big_answers.py"), "--dialect", "native", cwd=APPS) as big:
+        still_serves(big)
+        before = rss(big.process.pid)
+        sent, received = stream_asking_never_reading(address(big), STREAM, request, count=200)
+        assert sent == 200, f"only {sent} requests could be sent"
+        assert received < MIB  # the client's window: 64 KiB
+        assert rss(big.process.pid) - before < 32 * MIB
+        still_serves(big)
