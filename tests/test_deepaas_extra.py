@@ -39,6 +39,17 @@ def test_a_deepaas_scaffold_without_the_extra_exits_2_naming_it(tmp_path: Path) 
     assert [path.name for path in tmp_path.iterdir()] == ["my-deepaas"]  # nothing written beside it
 
 
+def test_init_of_a_deepaas_project_without_the_extra_says_to_install_it_first(tmp_path: Path) -> None:
+    """`make demo`'s environment has no DEEPaaS libraries: the printed next step starts with the
+    install line (`inferd serve my-deepaas` alone would end with exit 2)."""
+    command = [sys.executable, "-c", WITHOUT, HIDDEN, "init", "my-deepaas", "--dialect", "deepaas"]
+    env = with_this_tree({**os.environ, "COLUMNS": "200"})
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 0, said
+    assert f"Next: {INSTALL}, then inferd serve my-deepaas, then inferd call my-deepaas" in said, said
+
+
 def test_the_builtin_deepaas_model_without_the_extra_exits_2_naming_it(tmp_path: Path) -> None:
     """--dialect deepaas, no model code of the user's: the dialect itself asks for its extra."""
     done = serve_without(

@@ -33,12 +33,25 @@ def init(
     for path in written:
         errors().print(f"  [green]created[/] {escape(str(path))}", highlight=False)
     errors().print(
-        f"Next: [bold]inferd serve {escape(str(folder))}[/], then "
+        f"Next: {_install_first(project.dialect)}[bold]inferd serve {escape(str(folder))}[/], then "
         f"[bold]inferd call {project.name}{_url_option(project)} "
         f"--input {escape(str(folder / 'sample.json'))}[/] (see the README).",
         highlight=False,
         soft_wrap=True,  # commands to copy: never broken across lines
     )
+
+
+def _install_first(dialect: str) -> str:
+    """``pip install 'inferd[deepaas]'``, then: the first step where the project's dialect needs an
+    extra this environment lacks (`make demo`'s has none of DEEPaaS's libraries)."""
+    if dialect != "deepaas":
+        return ""
+    from inferd.dialects.deepaas import extra
+
+    if not extra.missing():
+        return ""
+    install = escape(f"pip install 'inferd[{extra.EXTRA}]'")
+    return f"[bold]{install}[/], then "
 
 
 def _url_option(project: Project) -> str:
