@@ -17,51 +17,9 @@ from inferd.core.types import (
     InferenceRequest,
     InferenceResponse,
     ModelMetadata,
-    TensorSpec,
-    datatype_of,
 )
+from inferd.dialects.frameworks.onnx import open_session, tensor_specs
 from inferd.dialects.runtimes.declared import declared
-
-#: NodeArg ``.type`` → numpy dtype.
-ONNX_DTYPES: dict[str, np.dtype[Any]] = {
-    f"tensor({onnx})": np.dtype(numpy)
-    for onnx, numpy in {
-        "float16": "float16",
-        "float": "float32",
-        "double": "float64",
-        "int8": "int8",
-        "int16": "int16",
-        "int32": "int32",
-        "int64": "int64",
-        "uint8": "uint8",
-        "uint16": "uint16",
-        "uint32": "uint32",
-        "uint64": "uint64",
-        "bool": "bool",
-        "string": "object",
-    }.items()
-}
-
-
-def load(path: Path) -> Any:
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
-    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
-def specs(node_args: list[Any]) -> tuple[TensorSpec, ...]:
-    """V2 specs of the plain tensor NodeArgs."""
-    return tuple(
-        TensorSpec(
-            arg.name,
-            datatype_of(np.empty(0, ONNX_DTYPES[arg.type])),
-            tuple(dim if isinstance(dim, int) else -1 for dim in arg.shape),
-        )
-        for arg in node_args
-        if arg.type in ONNX_DTYPES
-    )
 
 
 class OnnxModel(Model):
@@ -71,9 +29,12 @@ class OnnxModel(Model):
         self.path, self.triton_config = path, triton_config
 
     def load(self) -> None:
-        self.session = load(self.path)
+        self.session = open_session(self.path)
         self.input_specs, self.output_specs = declared(
-            self.triton_config, specs(self.session.get_inputs()), specs(self.session.get_outputs()), self.path
+            self.triton_config,
+            tensor_specs(self.session.get_inputs()),
+            tensor_specs(self.session.get_outputs()),
+            self.path,
         )
 
     def metadata(self) -> ModelMetadata:

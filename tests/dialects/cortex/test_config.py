@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def test_detection_needs_cortex_resources(tmp_path: Path) -> None:
 
 
 def test_missing_onnxruntime_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(onnx.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(TargetError, match=r"pip install 'inferd\[onnx\]'"):
         onnx.require_onnxruntime()
 
