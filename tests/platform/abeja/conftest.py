@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,35 +25,38 @@ TOKEN = "abeja-test-token-0123456789"
 #: What pip says when it cannot reach a package index.
 UNREACHABLE = re.compile(
     r"Could not fetch URL|Failed to establish a new connection|Temporary failure in name resolution|"
-    r"Network is unreachable|Connection refused|No matching distribution found for abejacli",
+    r"Network is unreachable|Connection refused|No matching distribution found",
     re.IGNORECASE,
 )
+
+
+def venv_with(folder: Path, packages: Sequence[str], ready: Path, works: Callable[[Path], bool]) -> Path:
+    """``ready`` (a file of the venv ``folder``: its command or its Python) once ``packages`` are
+    installed there from the package index, as users install them: a venv of their own (their pins
+    are not inferd's), made once and kept under .cache/ (which git ignores), test workers waiting
+    on one lock. Skipped only when no package index can be reached."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if ready.exists() and works(ready):
+            return ready
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], check=True, timeout=300)
+        pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
+        installed = subprocess.run([*pip, *packages], capture_output=True, text=True, timeout=900)
+        if installed.returncode != 0:
+            said = installed.stdout + installed.stderr
+            if UNREACHABLE.search(said):
+                pytest.skip(f"pip cannot reach a package index to install {packages}: {said[-500:]}")
+            raise AssertionError(f"pip install {packages} failed:\n{said}")
+    assert works(ready)
+    return ready
 
 
 @pytest.fixture(scope="session")
 def abeja_cli() -> Path:
     """The ``abeja`` command of abejacli 2.2.8 installed from the package index, as users install it
     (once; the venv is kept under .cache/, which git ignores)."""
-    command = VENV / "bin" / "abeja"
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    with open(VENV.parent / "abejacli-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if command.exists() and _works(command):
-            return command
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True, timeout=300)
-        installed = subprocess.run(
-            [str(VENV / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", ABEJACLI],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if installed.returncode != 0:
-            said = installed.stdout + installed.stderr
-            if UNREACHABLE.search(said):
-                pytest.skip(f"pip cannot reach a package index to install {ABEJACLI}: {said[-500:]}")
-            raise AssertionError(f"pip install {ABEJACLI} failed:\n{said}")
-    assert _works(command)
-    return command
+    return venv_with(VENV, (ABEJACLI,), VENV / "bin" / "abeja", _works)
 
 
 ABEJA_SDK = "abeja-sdk==2.3.6"
@@ -66,31 +69,13 @@ SDK_VENV = ROOT / ".cache" / "abeja-sdk-venv"
 def abeja_sdk() -> Path:
     """The Python of a venv holding the published SDK (``abeja.datasets``, ``abeja.datalake``...),
     installed from the package index as users install it (once; kept under .cache/, which git
-    ignores): its pins are not inferd's, so its scripts run there, against a control process."""
-    python = SDK_VENV / "bin" / "python"
-    SDK_VENV.parent.mkdir(parents=True, exist_ok=True)
-    with open(SDK_VENV.parent / "abeja-sdk-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if python.exists() and _sdk_works(python):
-            return python
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(SDK_VENV)], check=True, timeout=300)
-        installed = subprocess.run(
-            [str(python), "-m", "pip", "install", "--disable-pip-version-check", *SDK_PINS],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if installed.returncode != 0:
-            said = installed.stdout + installed.stderr
-            if UNREACHABLE.search(said) or "No matching distribution found for abeja-sdk" in said:
-                pytest.skip(f"pip cannot reach a package index to install {ABEJA_SDK}: {said[-500:]}")
-            raise AssertionError(f"pip install {ABEJA_SDK} failed:\n{said}")
-    assert _sdk_works(python)
-    return python
+    ignores): its pins are not inferd's, so its scripts, and training jobs that call the SDK, run
+    there, against a control process."""
+    return venv_with(SDK_VENV, SDK_PINS, SDK_VENV / "bin" / "python", _sdk_works)
 
 
 def _sdk_works(python: Path) -> bool:
-    asked = "import abeja.datasets, abeja.version; print(abeja.version.VERSION)"
+    asked = "import abeja.datasets, abeja.train, abeja.version; print(abeja.version.VERSION)"
     found = subprocess.run([str(python), "-I", "-c", asked], capture_output=True, text=True, timeout=120)
     return found.returncode == 0 and found.stdout.strip() == "2.3.6"
 
@@ -161,46 +146,6 @@ def abeja_env(running: Control, home: Path) -> dict[str, str]:
     }
 
 
-ABEJA_SDK = "abeja-sdk==2.3.6"
-SDK_VENV = ROOT / ".cache" / "abeja-sdk-venv"
-
-
-@pytest.fixture(scope="session")
-def abeja_sdk_python() -> Path:
-    """The Python of a venv holding ABEJA's SDK 2.3.6 from the package index, as users install it
-    (its protobuf<6 pin cannot live beside inferd's): what training jobs that call the SDK run under."""
-    python = SDK_VENV / "bin" / "python"
-    SDK_VENV.parent.mkdir(parents=True, exist_ok=True)
-    with open(SDK_VENV.parent / "abeja-sdk-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if python.exists() and _sdk_works(python):
-            return python
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(SDK_VENV)], check=True, timeout=300)
-        installed = subprocess.run(
-            [str(python), "-m", "pip", "install", "--disable-pip-version-check", ABEJA_SDK],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if installed.returncode != 0:
-            said = installed.stdout + installed.stderr
-            if UNREACHABLE.search(said):
-                pytest.skip(f"pip cannot reach a package index to install {ABEJA_SDK}: {said[-500:]}")
-            raise AssertionError(f"pip install {ABEJA_SDK} failed:\n{said}")
-    assert _sdk_works(python)
-    return python
-
-
-def _sdk_works(python: Path) -> bool:
-    found = subprocess.run(
-        [str(python), "-c", "import abeja.train, abeja.version; print(abeja.version.VERSION)"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return found.returncode == 0 and "2.3.6" in found.stdout
-
-
 TRAIN_VENV = ROOT / ".cache" / "abeja-train-venv"
 
 
@@ -222,26 +167,7 @@ def abeja_train_python() -> Path:
     """The Python of a venv holding ABEJA's SDK 2.3.6 with scikit-learn and pandas, installed from the
     package index once (kept under .cache/, which git ignores): what the jobs of ABEJA's tabular
     templates run under, mapped to their image with INFERD_ABEJA_TRAINING_PYTHONS."""
-    python = TRAIN_VENV / "bin" / "python"
-    TRAIN_VENV.parent.mkdir(parents=True, exist_ok=True)
-    with open(TRAIN_VENV.parent / "abeja-train-venv.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if python.exists() and _train_works(python):
-            return python
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(TRAIN_VENV)], check=True, timeout=300)
-        installed = subprocess.run(
-            [str(python), "-m", "pip", "install", "--disable-pip-version-check", *_train_pins()],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if installed.returncode != 0:
-            said = installed.stdout + installed.stderr
-            if UNREACHABLE.search(said) or "No matching distribution found" in said:
-                pytest.skip(f"pip cannot reach a package index to install {_train_pins()}: {said[-500:]}")
-            raise AssertionError(f"pip install {_train_pins()} failed:\n{said}")
-    assert _train_works(python)
-    return python
+    return venv_with(TRAIN_VENV, _train_pins(), TRAIN_VENV / "bin" / "python", _train_works)
 
 
 def _train_works(python: Path) -> bool:

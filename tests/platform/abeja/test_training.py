@@ -75,7 +75,7 @@ def _create_job(abeja: Abeja, version: str, *args: str) -> str:
     return str(created["training_job_id"])
 
 
-def test_abeja_training_commands(abeja_cli: Path, abeja_sdk_python: Path, tmp_path: Path) -> None:
+def test_abeja_training_commands(abeja_cli: Path, abeja_sdk: Path, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "train.py").write_text(TRAIN)
@@ -84,7 +84,7 @@ def test_abeja_training_commands(abeja_cli: Path, abeja_sdk_python: Path, tmp_pa
     settings = {
         "INFERD_ABEJA_TRAINING_MAX_JOBS": "1",
         "INFERD_ABEJA_TRAINING_TIMEOUT": "10",
-        "INFERD_ABEJA_TRAINING_PYTHONS": json.dumps({SDK_IMAGE: str(abeja_sdk_python)}),
+        "INFERD_ABEJA_TRAINING_PYTHONS": json.dumps({SDK_IMAGE: str(abeja_sdk)}),
     }
     with control(tmp_path / "data", **settings) as running, Abeja(abeja_cli, running, home) as abeja:
         train = abeja.run("init", "trainer", cwd=project, group="training")

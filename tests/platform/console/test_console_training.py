@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from tests import browser
-from tests.platform.abeja.conftest import abeja_sdk_python  # noqa: F401 (the fixture)
+from tests.platform.abeja.conftest import abeja_sdk  # noqa: F401 (the fixture)
 from tests.platform.control import Control, control
 
 ORG = "/organizations/2345678901234"
@@ -83,7 +83,7 @@ def _wait(running: Control, job: str, seconds: float = 60) -> dict[str, Any]:
 
 
 def test_the_console_shows_definitions_jobs_curves_and_models(
-    abeja_sdk_python: Path,  # noqa: F811
+    abeja_sdk: Path,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     project = tmp_path / "project"
@@ -92,7 +92,7 @@ def test_the_console_shows_definitions_jobs_curves_and_models(
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w:gz") as tar:
         tar.add(project, arcname=".")
-    env = {"INFERD_ABEJA_TRAINING_PYTHONS": json.dumps({IMAGE: str(abeja_sdk_python)})}
+    env = {"INFERD_ABEJA_TRAINING_PYTHONS": json.dumps({IMAGE: str(abeja_sdk)})}
     with control(tmp_path / "data", env=env) as running:
         assert running.token
         assert _abeja(running, "POST", "/training/definitions", json={"name": "trainer"}).status_code == 200
