@@ -10,6 +10,8 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,27 +204,26 @@ class UnaryFlood:
     status: str | None = None
 
 
+@contextmanager
+def grpc_stream(address: str, path: str) -> Iterator[tuple[socket.socket, h2.connection.H2Connection]]:
+    """A connection to ``address`` (the ``h2`` library as the client) with stream 1 open on the gRPC
+    method ``path``, its headers sent."""
+    host, _, port = address.rpartition(":")
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        connection.initiate_connection()
+        headers = [(":method", "POST"), (":scheme", "http"), (":path", path), (":authority", "127.0.0.1")]
+        connection.send_headers(1, [*headers, ("content-type", "application/grpc"), ("te", "trailers")])
+        sock.sendall(connection.data_to_send())
+        yield sock, connection
+
+
 def unary_flood(
     address: str, path: str, total: int, message: int = 16 * 1024, seconds: float = 10.0
 ) -> UnaryFlood:
-    host, _, port = address.rpartition(":")
-    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
     outcome = UnaryFlood()
     body = b"\x00" + (message - 5).to_bytes(4, "big") + bytes(message - 5)  # one whole gRPC message each
-    with socket.create_connection((host, int(port)), timeout=5) as sock:
-        connection.initiate_connection()
-        connection.send_headers(
-            1,
-            [
-                (":method", "POST"),
-                (":scheme", "http"),
-                (":path", path),
-                (":authority", "127.0.0.1"),
-                ("content-type", "application/grpc"),
-                ("te", "trailers"),
-            ],
-        )
-        sock.sendall(connection.data_to_send())
+    with grpc_stream(address, path) as (sock, connection):
         deadline = time.monotonic() + seconds
         offset = 0
         while outcome.sent < total and outcome.reset is None and time.monotonic() < deadline:
@@ -322,24 +323,9 @@ def stream_asking_never_reading(
     """One stream of ``path`` carrying ``count`` copies of the gRPC ``message`` (sent as the server's
     window allows), the server's answers read off the socket but never granted window: (messages
     sent, bytes of DATA received)."""
-    host, _, port = address.rpartition(":")
-    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
     framed = b"\x00" + len(message).to_bytes(4, "big") + message
     sent = received = 0
-    with socket.create_connection((host, int(port)), timeout=5) as sock:
-        connection.initiate_connection()
-        connection.send_headers(
-            1,
-            [
-                (":method", "POST"),
-                (":scheme", "http"),
-                (":path", path),
-                (":authority", "127.0.0.1"),
-                ("content-type", "application/grpc"),
-                ("te", "trailers"),
-            ],
-        )
-        sock.sendall(connection.data_to_send())
+    with grpc_stream(address, path) as (sock, connection):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             while sent < count and connection.local_flow_control_window(1) >= len(framed):
